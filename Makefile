@@ -1,0 +1,40 @@
+# CompanyOS. `make serve` and `make test` set everything up on a fresh machine by themselves:
+# they create .venv, install the package with its dev extras, then run.
+
+PYTHON ?= python3
+VENV   ?= .venv
+PY     := $(VENV)/bin/python
+STAMP  := $(VENV)/.installed
+STORE  ?= sqlite:///data/companyos.db
+
+.DEFAULT_GOAL := help
+.PHONY: help install test serve demo bench lint clean
+
+help: ## list the targets
+	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  make %-10s %s\n", $$1, $$2}'
+
+$(STAMP): pyproject.toml
+	@test -x $(PY) || $(PYTHON) -m venv $(VENV)
+	$(PY) -m pip install -q --upgrade pip
+	$(PY) -m pip install -q -e '.[dev]'
+	@touch $(STAMP)
+
+install: $(STAMP) ## create .venv and install companyos with its dev extras
+
+test: $(STAMP) ## run the test suite (PostgreSQL tests too when COMPANYOS_TEST_POSTGRES_URL is set)
+	$(PY) -m pytest -q
+
+serve: $(STAMP) ## until the server lands: play a demo episode into the SQLite store
+	$(VENV)/bin/companyos demo --store $(STORE)
+
+demo: $(STAMP) ## play one oracle episode and print its timeline
+	$(VENV)/bin/companyos demo --store $(STORE)
+
+bench: $(STAMP) ## throughput benchmarks (ratios against a no-op OpenEnv env in the same run)
+	$(PY) bench/step_throughput.py
+
+lint: $(STAMP) ## ruff
+	$(VENV)/bin/ruff check .
+
+clean: ## remove the virtualenv, caches and local data
+	rm -rf $(VENV) data .pytest_cache .hypothesis .ruff_cache build *.egg-info

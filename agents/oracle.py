@@ -1,0 +1,38 @@
+"""The oracle as an agent: it reads the true world (privileged) and plans the next call."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+from companyos.api.models import CompanyOSObservation
+from companyos.domain import World, plan
+
+
+class OracleAgent:
+    """``world_of`` gives the current world of an episode id: in-process, the environment's
+    live episode; remotely, the fold of the episode's events."""
+
+    name = "oracle"
+
+    def __init__(self, world_of: Callable[[str], World]) -> None:
+        self.world_of = world_of
+
+    def reset(self, observation: CompanyOSObservation) -> None:
+        pass
+
+    def act(self, observation: CompanyOSObservation) -> dict[str, Any]:
+        assert observation.episode_id is not None
+        call = plan(self.world_of(observation.episode_id))
+        if call is None:  # nothing left to do: look, do not touch
+            return {"app": "approvalflow", "method": "list_approvals", "params": {}}
+        return call.as_action()
+
+
+def in_process_oracle(env: Any) -> OracleAgent:
+    def world_of(episode_id: str) -> World:
+        ep = env.episode
+        assert ep is not None and ep.id == episode_id
+        return ep.world  # type: ignore[no-any-return]
+
+    return OracleAgent(world_of)

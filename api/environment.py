@@ -1,0 +1,299 @@
+"""The OpenEnv environment of CompanyOS, usable in-process and served by `api.server`.
+
+    env = CompanyOSEnvironment()                       # in-memory store
+    obs = env.reset(seed=7, task_id="vendor_onboarding", difficulty=2)
+    obs = env.step(CompanyOSAction(app="ticketdesk", method="get_ticket",
+                                   params={"ticket_id": "TKT-1042"}))
+
+Bad input never raises from `step`: it becomes an `InvalidAction` event with a message and a
+penalty. Stepping with no episode is logged to the session's own stream. `reset` raises
+`ResetError` (a ValueError) with a message that says what to send instead.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import secrets
+import uuid
+from typing import Any
+
+from companyos.domain import DEFAULT_LIMITS, ORIGINAL_DIFFICULTY, Limits
+from companyos.domain.limits import clean_params, clip_name
+from companyos.events import ConcurrencyConflict, EventStore, InMemoryEventStore
+from companyos.events.types import InvalidAction, ToolCalled
+from companyos.projections import progress, render_result, render_world, tool_manifest
+from openenv.core.env_server.interfaces import Environment
+from openenv.core.env_server.types import EnvironmentMetadata
+
+from .episode import (
+    Episode,
+    EpisodeNotFound,
+    ResetError,
+    check_difficulty,
+    check_seed,
+)
+from .models import CompanyOSAction, CompanyOSObservation, CompanyOSState, observation_from
+
+RESET_OPTIONS = (
+    "seed",
+    "episode_id",
+    "task_id",
+    "difficulty",
+    "fork_from",
+    "at_step",
+    "max_steps",
+    "reward_profile",
+)
+_MANIFEST = tool_manifest()
+
+
+class CompanyOSEnvironment(Environment[CompanyOSAction, CompanyOSObservation, CompanyOSState]):
+    SUPPORTS_CONCURRENT_SESSIONS = True
+
+    def __init__(
+        self,
+        store: EventStore | None = None,
+        *,
+        difficulty: int = ORIGINAL_DIFFICULTY,
+        reward_profile: str = "default",
+        limits: Limits = DEFAULT_LIMITS,
+    ) -> None:
+        super().__init__()
+        self._owns_store = store is None
+        self.store: EventStore = store if store is not None else InMemoryEventStore()
+        self.default_difficulty = check_difficulty(difficulty)
+        self.default_profile = reward_profile
+        self.limits = limits
+        self._episode: Episode | None = None
+        self._session = f"session-{uuid.uuid4().hex}"
+        self._session_version = -1
+
+    # ------------------------------------------------------------------ OpenEnv API
+
+    def reset(
+        self,
+        seed: int | None = None,
+        episode_id: str | None = None,
+        task_id: str | int | None = None,
+        difficulty: int | None = None,
+        fork_from: str | None = None,
+        at_step: int | None = None,
+        max_steps: int | None = None,
+        reward_profile: str | None = None,
+        **kwargs: Any,
+    ) -> CompanyOSObservation:
+        if kwargs:
+            raise ResetError(
+                f"unknown reset option(s) {', '.join(sorted(kwargs))}; "
+                f"known: {', '.join(RESET_OPTIONS)}"
+            )
+        new_id = episode_id if episode_id is not None else str(uuid.uuid4())
+        if fork_from is not None:
+            if at_step is None:
+                raise ResetError("fork_from needs at_step: the step to fork after (0 = the start)")
+            # A fork branches off: the episode it leaves stays open (it may be the source).
+            episode = Episode.fork(self.store, fork_from, at_step, new_id, self.limits)
+            message = f"Forked {fork_from} at step {at_step} into {new_id}."
+        else:
+            if at_step is not None:
+                raise ResetError("at_step is only meaningful with fork_from")
+            seed = secrets.randbelow(2**31) if seed is None else check_seed(seed)
+            episode = Episode.start(
+                self.store,
+                new_id,
+                seed=seed,
+                task_id=task_id,
+                difficulty=self.default_difficulty if difficulty is None else difficulty,
+                reward_profile=reward_profile or self.default_profile,
+                max_steps=max_steps,
+                limits=self.limits,
+            )
+            message = f"New episode {new_id}: {episode.world.info.scenario} (seed {seed})."  # type: ignore[union-attr]
+            # Starting over gives up the episode this session was playing.
+            self._abandon_current()
+        self._episode = episode
+        return self._observation(episode, message=message, tools=True)
+
+    def step(
+        self,
+        action: CompanyOSAction | dict[str, Any],
+        timeout_s: float | None = None,
+        **kwargs: Any,
+    ) -> CompanyOSObservation:
+        app, method, params, episode_id = _unpack(action)
+        try:
+            episode = self._resolve(episode_id)
+        except EpisodeNotFound as exc:
+            return self._orphan(
+                app,
+                method,
+                params,
+                "episode_not_found",
+                f"{exc}. Start one with reset() or pass an existing episode_id.",
+            )
+        if episode is None:
+            return self._orphan(
+                app, method, params, "no_episode", "No episode is running: call reset() first."
+            )
+        if episode.world.ended:
+            return self._observation(
+                episode,
+                message=f"Episode {episode.id} has ended ({episode.world.outcome}); nothing was "
+                "done. Call reset() to start a new one, or fork this one.",
+                error="episode_ended",
+                reward=0.0,
+            )
+        try:
+            result = episode.step(app, method, params)
+        except ConcurrencyConflict as exc:
+            fresh = Episode.load(self.store, episode.id, self.limits)
+            if self._episode is episode:
+                self._episode = fresh
+            return self._observation(
+                fresh, message=f"Not applied: {exc}.", error="conflict", reward=0.0
+            )
+        shown, message, error = render_result(episode.world, result.caused)
+        return self._observation(
+            episode, result=shown, message=message, error=error, reward=result.reward
+        )
+
+    @property
+    def state(self) -> CompanyOSState:
+        ep = self._episode
+        if ep is None:
+            return CompanyOSState(episode_id=None, step_count=0)
+        w = ep.world
+        info = w.info
+        assert info is not None
+        return CompanyOSState(
+            episode_id=ep.id,
+            step_count=w.step,
+            seed=info.seed,
+            task_id=info.scenario,
+            difficulty=info.difficulty,
+            max_steps=info.max_steps,
+            done=w.ended,
+            outcome=w.outcome,
+            cumulative_return=ep.score.total,
+            stream_version=ep.version,
+            progress=progress(ep.graph, ep.score.achieved),
+            forked_from=info.forked_from[0] if info.forked_from else None,
+            fork_step=info.forked_from[1] if info.forked_from else None,
+            world=render_world(w),
+        )
+
+    def get_metadata(self) -> EnvironmentMetadata:
+        return EnvironmentMetadata(
+            name="CompanyOS",
+            description="Multi-step enterprise workflows across TicketDesk, DataHub and "
+            "ApprovalFlow with chaos, served from an event-sourced, replayable log.",
+            version="0.1.0",
+        )
+
+    def close(self) -> None:
+        if self._owns_store:
+            self.store.close()
+
+    # ------------------------------------------------------------------ helpers
+
+    @property
+    def episode(self) -> Episode | None:
+        return self._episode
+
+    def _resolve(self, episode_id: str | None) -> Episode | None:
+        current = self._episode
+        if episode_id is None or (current is not None and current.id == episode_id):
+            return current
+        self._episode = Episode.load(self.store, episode_id, self.limits)
+        return self._episode
+
+    def _abandon_current(self) -> None:
+        ep = self._episode
+        if ep is not None and not ep.world.ended:
+            with contextlib.suppress(ConcurrencyConflict):  # someone else moved it on
+                ep.abandon()
+
+    def _orphan(
+        self, app: Any, method: Any, params: Any, code: str, message: str
+    ) -> CompanyOSObservation:
+        """A call with no episode to go to: logged to this session's stream, then answered."""
+        cleaned, problem = clean_params(params, self.limits)
+        called = ToolCalled(
+            step=0,
+            app=clip_name(app),
+            method=clip_name(method),
+            params=cleaned,
+            refused=problem.message if problem else None,
+        )
+        recorded = self.store.append(
+            self._session,
+            [called, InvalidAction(code=code, message=message)],
+            self._session_version,
+        )
+        self._session_version = recorded[-1].seq
+        return CompanyOSObservation(
+            done=False,
+            reward=0.0,
+            message=f"Invalid action: {message}",
+            error=code,
+            last_result={"error": code, "message": message},
+        )
+
+    def _observation(
+        self,
+        ep: Episode,
+        *,
+        result: Any = None,
+        message: str = "",
+        error: str | None = None,
+        reward: float | None = None,
+        tools: bool = False,
+    ) -> CompanyOSObservation:
+        w = ep.world
+        info = w.info
+        assert info is not None and w.task is not None
+        return observation_from(
+            dict(
+                done=w.ended,
+                reward=reward,
+                metadata={},
+                episode_id=ep.id,
+                seed=info.seed,
+                task_id=info.scenario,
+                difficulty=info.difficulty,
+                task=w.task.text,
+                step=w.step,
+                max_steps=info.max_steps,
+                steps_remaining=w.steps_remaining,
+                progress=progress(ep.graph, ep.score.achieved),
+                last_result=result,
+                message=message,
+                error=error,
+                cumulative_return=ep.score.total,
+                outcome=w.outcome,
+                shortcut_attempts=ep.score.shortcut_attempts,
+                tools=_MANIFEST if tools else [],
+            )
+        )
+
+
+def _unpack(action: Any) -> tuple[Any, Any, Any, str | None]:
+    if isinstance(action, CompanyOSAction):
+        return action.app, action.method, action.params, action.episode_id
+    if isinstance(action, dict):
+        eid = action.get("episode_id")
+        return (
+            action.get("app"),
+            action.get("method"),
+            action.get("params"),
+            (eid if isinstance(eid, str) else None),
+        )
+    return (
+        getattr(action, "app", None),
+        getattr(action, "method", None),
+        getattr(action, "params", None),
+        None,
+    )
+
+
+__all__ = ["CompanyOSEnvironment", "ResetError"]

@@ -1,0 +1,256 @@
+"""One episode as an aggregate: its folded world, stream version and score, and the operations
+that extend its stream (start, step, abandon) or start another from it (fork).
+
+Each step is decided, folded and scored in memory, then appended in one atomic append with the
+stream version it was decided on. If the append fails nothing changes here; the in-memory state
+is only ever the fold of what the store accepted.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from typing import Any
+
+from companyos.domain import (
+    DEFAULT_LIMITS,
+    KeyedRNG,
+    Limits,
+    World,
+    build_episode,
+    decide_step,
+    fold,
+)
+from companyos.domain.chaos import LEVELS
+from companyos.domain.scenarios import UnknownScenario
+from companyos.events import NEW_STREAM, EventStore, RecordedEvent
+from companyos.events.types import (
+    EpisodeEnded,
+    EpisodeStarted,
+    Event,
+    ForkRef,
+    StepScored,
+    ToolCalled,
+)
+from companyos.projections import (
+    Milestone,
+    RewardProfile,
+    ScoreState,
+    get_profile,
+    initial_score,
+    milestones_for,
+    replay,
+    score_step,
+)
+
+EPISODE_ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._:-]{0,127}$")
+MAX_SEED = 2**63 - 1
+
+
+class ResetError(ValueError):
+    """The reset arguments are wrong; the message says what to send instead."""
+
+
+class EpisodeNotFound(LookupError):
+    pass
+
+
+@dataclass(frozen=True, slots=True)
+class StepResult:
+    events: list[RecordedEvent]
+    caused: list[Event]
+    reward: float
+    outcome: str | None
+
+
+def check_seed(seed: Any) -> int:
+    if isinstance(seed, bool) or not isinstance(seed, int) or not 0 <= seed <= MAX_SEED:
+        raise ResetError(f"seed must be an integer from 0 to 2**63-1, not {seed!r}")
+    return seed
+
+
+def check_difficulty(difficulty: Any) -> int:
+    if isinstance(difficulty, bool) or not isinstance(difficulty, int) or difficulty not in LEVELS:
+        raise ResetError(f"difficulty must be one of {sorted(LEVELS)}, not {difficulty!r}")
+    return difficulty
+
+
+def check_episode_id(episode_id: Any) -> str:
+    if not isinstance(episode_id, str) or not EPISODE_ID.match(episode_id):
+        raise ResetError(
+            "episode_id must be 1-128 characters of letters, digits and . _ : - "
+            f"(starting with a letter or digit), not {episode_id!r}"
+        )
+    return episode_id
+
+
+class Episode:
+    def __init__(
+        self,
+        store: EventStore,
+        episode_id: str,
+        world: World,
+        version: int,
+        graph: tuple[Milestone, ...],
+        profile: RewardProfile,
+        score: ScoreState,
+        limits: Limits = DEFAULT_LIMITS,
+    ) -> None:
+        assert world.info is not None
+        self.store = store
+        self.id = episode_id
+        self.world = world
+        self.version = version
+        self.graph = graph
+        self.profile = profile
+        self.score = score
+        self.limits = limits
+        self.rng = KeyedRNG(world.info.seed)
+        self.last_reward: float | None = None
+
+    # ------------------------------------------------------------------ construction
+
+    @classmethod
+    def start(
+        cls,
+        store: EventStore,
+        episode_id: str,
+        *,
+        seed: int,
+        task_id: str | int | None,
+        difficulty: int,
+        reward_profile: str = "default",
+        max_steps: int | None = None,
+        limits: Limits = DEFAULT_LIMITS,
+    ) -> Episode:
+        check_seed(seed)
+        check_difficulty(difficulty)
+        check_episode_id(episode_id)
+        try:
+            profile = get_profile(reward_profile)
+        except ValueError as exc:
+            raise ResetError(str(exc)) from None
+        if max_steps is not None and (
+            isinstance(max_steps, bool)
+            or not isinstance(max_steps, int)
+            or not 1 <= max_steps <= 1000
+        ):
+            raise ResetError(f"max_steps must be an integer from 1 to 1000, not {max_steps!r}")
+        if store.version(episode_id) != NEW_STREAM:
+            raise ResetError(
+                f"episode {episode_id!r} already exists: pick a new id, or fork it with "
+                "reset(fork_from=..., at_step=...)"
+            )
+        try:
+            events = build_episode(
+                task_id, seed, difficulty, reward_profile=profile.name, max_steps=max_steps
+            )
+        except UnknownScenario as exc:
+            raise ResetError(str(exc)) from None
+        recorded = store.append(episode_id, events, NEW_STREAM)
+        world = fold(events)
+        assert world.task is not None
+        graph = milestones_for(world.task.goal)
+        return cls(
+            store,
+            episode_id,
+            world,
+            recorded[-1].seq,
+            graph,
+            profile,
+            initial_score(world, graph, profile),
+            limits,
+        )
+
+    @classmethod
+    def from_records(
+        cls, store: EventStore, records: list[RecordedEvent], limits: Limits = DEFAULT_LIMITS
+    ) -> Episode:
+        r = replay(records)
+        return cls(
+            store, records[0].stream, r.world, records[-1].seq, r.graph, r.profile, r.score, limits
+        )
+
+    @classmethod
+    def load(cls, store: EventStore, episode_id: str, limits: Limits = DEFAULT_LIMITS) -> Episode:
+        records = store.read(episode_id)
+        if not records or not isinstance(records[0].event, EpisodeStarted):
+            raise EpisodeNotFound(f"no episode {episode_id!r} in the store")
+        return cls.from_records(store, records, limits)
+
+    @classmethod
+    def fork(
+        cls,
+        store: EventStore,
+        source_id: str,
+        at_step: int,
+        episode_id: str,
+        limits: Limits = DEFAULT_LIMITS,
+    ) -> Episode:
+        """A new episode whose stream is the source's prefix up to the end of step ``at_step``,
+        its first event marked ``forked_from``; the source stream is not touched."""
+        check_episode_id(episode_id)
+        records = store.read(source_id)
+        if not records or not isinstance(records[0].event, EpisodeStarted):
+            raise ResetError(f"cannot fork {source_id!r}: no such episode")
+        calls = [i for i, r in enumerate(records) if isinstance(r.event, ToolCalled)]
+        if (
+            isinstance(at_step, bool)
+            or not isinstance(at_step, int)
+            or not 0 <= at_step <= len(calls)
+        ):
+            raise ResetError(
+                f"at_step must be an integer from 0 to {len(calls)} (the steps of {source_id}), "
+                f"not {at_step!r}"
+            )
+        end = calls[at_step] if at_step < len(calls) else len(records)
+        prefix = [r.event for r in records[:end]]
+        if any(isinstance(e, EpisodeEnded) and e.outcome != "abandoned" for e in prefix):
+            raise ResetError(
+                f"{source_id} had already ended by step {at_step}: fork at an earlier step"
+            )
+        prefix = [e for e in prefix if not isinstance(e, EpisodeEnded)]
+        if store.version(episode_id) != NEW_STREAM:
+            raise ResetError(f"episode {episode_id!r} already exists: pick a new id")
+        started = prefix[0]
+        assert isinstance(started, EpisodeStarted)
+        first = started.model_copy(
+            update={"forked_from": ForkRef(episode_id=source_id, at_step=at_step)}
+        )
+        store.append(episode_id, [first, *prefix[1:]], NEW_STREAM)
+        return cls.load(store, episode_id, limits)
+
+    # ------------------------------------------------------------------ play
+
+    def step(self, app: Any, method: Any, params: Any) -> StepResult:
+        seq = self.version + 1
+        caused = decide_step(self.world, app, method, params, seq, self.rng, self.limits)
+        world = fold(caused, self.world)
+        score, s = score_step(self.score, world, caused, self.graph, self.profile, self.world)
+        tail: list[Event] = [
+            StepScored(
+                step=world.step,
+                reward=s.reward,
+                total=s.total,
+                gained=s.gained,
+                lost=s.lost,
+                terms=s.terms,
+            )
+        ]
+        if s.outcome is not None:
+            tail.append(EpisodeEnded(outcome=s.outcome, step=world.step))  # type: ignore[arg-type]
+            world = world._replace(outcome=s.outcome)
+        recorded = self.store.append(self.id, [*caused, *tail], self.version)
+        self.world, self.score, self.version = world, score, recorded[-1].seq
+        self.last_reward = s.reward
+        return StepResult(recorded, caused, s.reward, s.outcome)
+
+    def abandon(self) -> None:
+        """Close a live episode that its player left (a new reset in the same session)."""
+        if self.world.ended:
+            return
+        recorded = self.store.append(
+            self.id, [EpisodeEnded(outcome="abandoned", step=self.world.step)], self.version
+        )
+        self.version = recorded[-1].seq
+        self.world = self.world._replace(outcome="abandoned")

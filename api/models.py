@@ -1,0 +1,75 @@
+"""Typed wire models: the OpenEnv Action, Observation and State of CompanyOS.
+
+OpenEnv drops ``Observation.metadata`` on the wire, so everything a client needs is a real field.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from openenv.core.env_server.types import Action, Observation, State
+from pydantic import Field
+
+
+class CompanyOSAction(Action):
+    """One tool call: ``{"app": ..., "method": ..., "params": {...}}`` as in the original.
+
+    ``params`` is deliberately untyped here: a wrong shape is the agent's mistake, recorded in
+    the log with a penalty and a message, not a request the server refuses."""
+
+    app: str = Field(description="ticketdesk | datahub | approvalflow")
+    method: str = Field(description="A method of the app, e.g. get_ticket.")
+    params: Any = Field(default_factory=dict, description="Named arguments of the method.")
+    episode_id: str | None = Field(
+        default=None,
+        description="Continue this stored episode (stateful HTTP); default: the session's own.",
+    )
+
+
+class CompanyOSObservation(Observation):
+    episode_id: str | None = Field(default=None, description="The episode's stream id.")
+    seed: int | None = Field(default=None, description="Seed of the episode: replay with it.")
+    task_id: str | None = Field(default=None, description="The scenario.")
+    difficulty: int | None = Field(default=None, description="Chaos level 0-3.")
+    task: str = Field(default="", description="The task, as a human would be given it.")
+    step: int = 0
+    max_steps: int = 0
+    steps_remaining: int = 0
+    progress: dict[str, bool] = Field(default_factory=dict, description="Milestones, in order.")
+    last_result: Any = Field(default=None, description="What the last tool call returned.")
+    message: str = ""
+    error: str | None = Field(default=None, description="Error code of the last call, if any.")
+    cumulative_return: float = 0.0
+    outcome: str | None = Field(default=None, description="success | timeout | abandoned")
+    shortcut_attempts: int = 0
+    tools: list[dict[str, Any]] = Field(
+        default_factory=list, description="The tool manifest (sent on reset only)."
+    )
+
+
+class CompanyOSState(State):
+    seed: int | None = None
+    task_id: str | None = None
+    difficulty: int | None = None
+    max_steps: int = 0
+    done: bool = False
+    outcome: str | None = None
+    cumulative_return: float = 0.0
+    stream_version: int = -1
+    progress: dict[str, bool] = Field(default_factory=dict)
+    forked_from: str | None = None
+    fork_step: int | None = None
+    world: dict[str, Any] = Field(default_factory=dict, description="Snapshot of every app.")
+
+
+def observation_from(values: dict[str, Any]) -> CompanyOSObservation:
+    """Build an observation from values the environment made itself, skipping validation.
+
+    The hot path of every step: a validated build costs 3 us, this one under 1 us. ``values``
+    must name every field; a test checks the result equals the validated model."""
+    obs = CompanyOSObservation.__new__(CompanyOSObservation)
+    object.__setattr__(obs, "__dict__", values)
+    object.__setattr__(obs, "__pydantic_fields_set__", set(values))
+    object.__setattr__(obs, "__pydantic_extra__", None)
+    object.__setattr__(obs, "__pydantic_private__", None)
+    return obs

@@ -1,0 +1,5 @@
+import sys
+
+from companyos.cli import main
+
+sys.exit(main())

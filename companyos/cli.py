@@ -1,0 +1,215 @@
+"""The `companyos` command line."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from collections.abc import Sequence
+from typing import Any
+
+DEFAULT_STORE = "sqlite:///data/companyos.db"
+
+EPILOG = """\
+examples:
+  companyos demo                                  play one oracle episode, print its timeline
+  companyos demo --agent random --difficulty 3    the random baseline at the hardest level
+  companyos episodes --store sqlite:///data/companyos.db
+  companyos show EPISODE_ID --step 3              the world after step 3 (time travel)
+  companyos verify EPISODE_ID                     re-simulate and compare hash chains
+  companyos tools                                 the tool manifest (what agents can call)
+"""
+
+
+def _store(url: str) -> Any:
+    from companyos.events import open_store
+
+    return open_store(url)
+
+
+def cmd_demo(args: argparse.Namespace) -> int:
+    from rich.console import Console
+    from rich.table import Table
+
+    from companyos.agents import RandomAgent, in_process_oracle
+    from companyos.api import CompanyOSEnvironment
+
+    console = Console()
+    store = _store(args.store)
+    env = CompanyOSEnvironment(store)
+    obs = env.reset(seed=args.seed, task_id=args.task, difficulty=args.difficulty)
+    agent = in_process_oracle(env) if args.agent == "oracle" else RandomAgent(args.seed or 0)
+    agent.reset(obs)
+    console.print(
+        f"[bold]{obs.task_id}[/] seed={obs.seed} difficulty={obs.difficulty} "
+        f"episode={obs.episode_id}\n[italic]{obs.task}[/]"
+    )
+    table = Table("step", "call", "result", "reward", "return")
+    while not obs.done:
+        action = agent.act(obs)
+        obs = env.step(action)
+        params = json.dumps(action.get("params", {}))
+        call = f"{action['app']}.{action['method']}({params[:60]})"
+        table.add_row(
+            str(obs.step),
+            call,
+            obs.message[:70],
+            f"{obs.reward:+.2f}",
+            f"{obs.cumulative_return:+.2f}",
+        )
+    console.print(table)
+    console.print(
+        f"outcome: [bold]{obs.outcome}[/] in {obs.step} steps, return "
+        f"{obs.cumulative_return:+.2f}; stored in {args.store}"
+    )
+    store.close()
+    return 0
+
+
+def cmd_episodes(args: argparse.Namespace) -> int:
+    from rich.console import Console
+    from rich.table import Table
+
+    from companyos.projections import summarize
+
+    store = _store(args.store)
+    table = Table("episode", "scenario", "difficulty", "seed", "steps", "outcome", "return")
+    for info in store.streams(limit=args.limit, prefix=args.prefix):
+        records = store.read(info.stream_id)
+        if not records or records[0].type != "EpisodeStarted":
+            continue
+        s = summarize(records)
+        table.add_row(
+            s.episode_id,
+            s.scenario,
+            str(s.difficulty),
+            str(s.seed),
+            str(s.steps),
+            s.outcome or "-",
+            f"{s.total_return:+.2f}",
+        )
+    Console().print(table)
+    store.close()
+    return 0
+
+
+def cmd_show(args: argparse.Namespace) -> int:
+    from companyos.projections import render_world, replay
+
+    store = _store(args.store)
+    records = store.read(args.episode_id)
+    if not records:
+        print(f"no episode {args.episode_id!r} in {args.store}", file=sys.stderr)
+        return 2
+    r = replay(records)
+    step = len(r.steps) if args.step is None else args.step
+    out = {
+        "episode_id": args.episode_id,
+        "step": min(step, len(r.steps)),
+        "steps": len(r.steps),
+        "outcome": r.outcome,
+        "return": r.total,
+        "world": render_world(r.world_at(step)),
+    }
+    print(json.dumps(out, indent=2, default=str))
+    store.close()
+    return 0
+
+
+def cmd_verify(args: argparse.Namespace) -> int:
+    from companyos.api.verify import verify_episode
+
+    store = _store(args.store)
+    report = verify_episode(store, args.episode_id)
+    print(json.dumps(report.as_dict(), indent=2))
+    store.close()
+    return 0 if report.ok else 1
+
+
+def cmd_tools(args: argparse.Namespace) -> int:
+    from companyos.projections import tool_manifest
+
+    print(json.dumps(tool_manifest(), indent=2))
+    return 0
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="companyos",
+        description="CompanyOS: an event-sourced OpenEnv environment of chaotic enterprise "
+        "workflows. Every action and every piece of chaos is an event in an append-only log.",
+        epilog=EPILOG,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    sub = parser.add_subparsers(dest="command", required=True, metavar="command")
+
+    def with_store(p: argparse.ArgumentParser) -> None:
+        p.add_argument(
+            "--store",
+            default=DEFAULT_STORE,
+            help=f"event store URL: memory://, sqlite:///path.db or "
+            f"postgresql+psycopg://user@host/db (default {DEFAULT_STORE})",
+        )
+
+    demo = sub.add_parser(
+        "demo",
+        help="play one episode and print its timeline",
+        description="Play one episode in-process and print every step.",
+    )
+    demo.add_argument("--agent", choices=("oracle", "random"), default="oracle")
+    demo.add_argument(
+        "--task", default=None, help="scenario name or index 0-4 (default: drawn from the seed)"
+    )
+    demo.add_argument(
+        "--difficulty",
+        type=int,
+        default=2,
+        choices=(0, 1, 2, 3),
+        help="chaos level; 2 is the original CompanyOS (default 2)",
+    )
+    demo.add_argument("--seed", type=int, default=None, help="default: a fresh seed, printed")
+    with_store(demo)
+    demo.set_defaults(run=cmd_demo)
+
+    eps = sub.add_parser("episodes", help="list stored episodes with their outcome and return")
+    eps.add_argument("--limit", type=int, default=50)
+    eps.add_argument("--prefix", default=None, help="only episode ids starting with this")
+    with_store(eps)
+    eps.set_defaults(run=cmd_episodes)
+
+    show = sub.add_parser("show", help="print an episode's world at a step (time travel)")
+    show.add_argument("episode_id")
+    show.add_argument("--step", type=int, default=None, help="default: the last step")
+    with_store(show)
+    show.set_defaults(run=cmd_show)
+
+    verify = sub.add_parser(
+        "verify",
+        help="check an episode's hash chain and re-simulate it",
+        description="Exit status 0 when the stored episode verifies, 1 when it does not.",
+    )
+    verify.add_argument("episode_id")
+    with_store(verify)
+    verify.set_defaults(run=cmd_verify)
+
+    tools = sub.add_parser("tools", help="print the tool manifest as JSON")
+    tools.set_defaults(run=cmd_tools)
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    args = build_parser().parse_args(argv)
+    try:
+        return int(args.run(args))
+    except Exception as exc:  # a clear message for the person at the terminal, not a trace
+        from companyos.api import ResetError
+        from companyos.events import StoreError
+
+        if isinstance(exc, ResetError | StoreError | ValueError):
+            print(f"companyos: {exc}", file=sys.stderr)
+            return 2
+        raise
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,99 @@
+"""The step decider: from the agent's raw call to the events it causes.
+
+Validation order: the call is recorded (`ToolCalled`, with params refused for size not kept);
+an unknown tool, refused params or params that fail the tool's model give `InvalidAction`; a
+transient fault may then strike; otherwise the app's decider says what happens. Nothing here
+raises on bad input: every mistake is an event with a message that says what to do instead.
+"""
+
+from __future__ import annotations
+
+import difflib
+from typing import Any
+
+from companyos.events.types import Event, InvalidAction, ToolCalled
+from pydantic import ValidationError
+
+from .catalogue import APPS, TOOLS, lookup, methods
+from .chaos import profile, roll_fault
+from .limits import DEFAULT_LIMITS, Limits, clean_params, clip_name
+from .model import World
+from .rng import KeyedRNG
+from .tooling import Ctx, ToolSpec
+
+
+def unknown_tool_message(app: str, method: str) -> str:
+    if app not in APPS:
+        close = difflib.get_close_matches(app, APPS, n=1)
+        hint = f" Did you mean {close[0]!r}?" if close else ""
+        return f"Unknown app {app!r}. Apps: {', '.join(APPS)}.{hint}"
+    elsewhere = [a for (a, m) in TOOLS if m == method]
+    if elsewhere:
+        return f"{method} is a {elsewhere[0]} method, not a {app} one."
+    close = difflib.get_close_matches(method, methods(app), n=1)
+    hint = f" Did you mean {close[0]!r}?" if close else ""
+    if method in ("close_ticket", "set_priority", "assign_ticket", "verify_ticket"):
+        hint = " Use update_ticket(ticket_id, field, value) to change a ticket."
+    return f"{app} has no method {method!r}. Its methods: {', '.join(methods(app))}.{hint}"
+
+
+def params_message(spec: ToolSpec, exc: ValidationError) -> str:
+    parts = []
+    for err in exc.errors()[:5]:
+        where = ".".join(str(x) for x in err["loc"]) or "params"
+        parts.append(f"{where}: {err['msg']}")
+    return f"Invalid parameters for {spec.signature()}: {'; '.join(parts)}."
+
+
+def decide_step(
+    world: World,
+    app: Any,
+    method: Any,
+    params: Any,
+    seq: int,
+    rng: KeyedRNG,
+    limits: Limits = DEFAULT_LIMITS,
+) -> list[Event]:
+    """Events caused by one tool call; ``seq`` is the seq its `ToolCalled` will get."""
+    step = world.step + 1
+    app_name, method_name = clip_name(app, limits), clip_name(method, limits)
+    if params is None:
+        params = {}
+    cleaned, problem = clean_params(params, limits)
+    called = ToolCalled(
+        step=step,
+        app=app_name,
+        method=method_name,
+        params=cleaned,
+        refused=problem.message if problem else None,
+    )
+    spec = lookup(app, method) if isinstance(app, str) and isinstance(method, str) else None
+    if spec is None:
+        return [
+            called,
+            InvalidAction(code="unknown_tool", message=unknown_tool_message(app_name, method_name)),
+        ]
+    if problem is not None:
+        return [called, InvalidAction(code=problem.code, message=f"Refused: {problem.message}.")]
+    if not isinstance(cleaned, dict):
+        return [
+            called,
+            InvalidAction(
+                code="params_not_object",
+                message=f"params must be a JSON object of named arguments for {spec.signature()}, "
+                f"not {type(cleaned).__name__}.",
+            ),
+        ]
+    try:
+        parsed = spec.params.model_validate(cleaned)
+    except ValidationError as exc:
+        return [called, InvalidAction(code="invalid_params", message=params_message(spec, exc))]
+    assert world.info is not None
+    chaos = profile(world.info.difficulty)
+    if spec.faultable:
+        fault = roll_fault(
+            rng, seq, chaos, world.chaos.faults, world.info.fault_budget, spec.app, spec.method
+        )
+        if fault is not None:
+            return [called, fault]
+    return [called, *spec.decide(world, parsed, Ctx(seq, step, rng, chaos))]

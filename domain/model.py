@@ -1,0 +1,245 @@
+"""The world of one episode: what the three apps hold, as immutable values.
+
+State changes only by folding events (`domain.world.evolve`); nothing here mutates. Values are
+named tuples (immutable, compared by value, and cheap to build and `_replace`: the step path
+builds several per step). Mappings are plain dicts by convention never mutated after
+construction: updates build new ones.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any, NamedTuple
+
+from companyos.events.types import Goal
+
+PRIORITIES = ("low", "medium", "high", "critical")
+STATUSES = ("open", "in_progress", "blocked", "resolved", "closed")
+TICKET_FIELDS = ("priority", "assignee", "status", "verified", "linked_approval")
+ROLE_TITLES = {"cfo": "CFO", "cto": "CTO", "hr_lead": "HR Lead", "procurement": "Procurement"}
+
+
+class Ticket(NamedTuple):
+    ticket_id: str
+    title: str
+    description: str
+    priority: str | None
+    assignee: str | None
+    status: str
+    verified: bool = False
+    linked_approval: str | None = None
+    blocked_reason: str | None = None
+
+    def get(self, name: str) -> Any:
+        return getattr(self, name)
+
+
+class Metric(NamedTuple):
+    name: str
+    description: str
+    unit: str
+    source: str
+    value: float
+    """What DataHub serves now: a cached copy that may be stale."""
+    true_value: float
+    """The system of record; a refresh brings ``value`` to it."""
+    stale_days: int
+    max_age_days: int
+    threshold_op: str | None = None
+    threshold: float | None = None
+    version: int = 0
+    """Bumps whenever a refresh replaces the served value."""
+    fresh_read: int = -1
+    """The ``version`` the agent last read while the metric was fresh (-1: never)."""
+
+    @property
+    def stale(self) -> bool:
+        return self.stale_days > self.max_age_days
+
+    @property
+    def read_fresh(self) -> bool:
+        return self.fresh_read == self.version and not self.stale
+
+    def threshold_pass(self, value: float | None = None) -> bool | None:
+        v = self.value if value is None else value
+        if self.threshold is None or self.threshold_op is None:
+            return None
+        return v >= self.threshold if self.threshold_op == ">=" else v <= self.threshold
+
+
+class Person(NamedTuple):
+    person_id: str
+    name: str
+    email: str
+    title: str
+    role: str | None = None
+    delegate: str | None = None
+    out_of_office: bool = False
+    ooo_note: str | None = None
+
+
+class ApprovalField(NamedTuple):
+    key: str
+    kind: str  # "metric" | "ticket" | "text"
+    metric: str | None = None
+    description: str = ""
+
+
+class ApprovalType(NamedTuple):
+    name: str
+    description: str
+    required_role: str
+    fields: tuple[ApprovalField, ...]
+    requires_verified_ticket: bool = True
+
+    @property
+    def keys(self) -> tuple[str, ...]:
+        return tuple(f.key for f in self.fields)
+
+
+class Evidence(NamedTuple):
+    """Facts about the world at the moment a request was submitted, kept with the request:
+    the approver reviews the request as submitted, and grading asks whether it was right."""
+
+    routed_to: str | None
+    """Who should have received it then (the role holder, or their delegate while away)."""
+    authorized: bool
+    ticket_verified: bool
+    mismatched: tuple[str, ...] = ()
+    """Data keys whose values differ from the system of record at submission."""
+    unread: tuple[str, ...] = ()
+    """Metric-backed keys the agent had not read fresh before submitting."""
+    stale_used: tuple[str, ...] = ()
+    """Metric-backed keys whose value was the stale cached one."""
+
+
+class Approval(NamedTuple):
+    approval_id: str
+    approval_type: str
+    approver: str
+    data: Mapping[str, Any]
+    ticket_id: str | None
+    submitted_step: int
+    evidence: Evidence
+    status: str = "pending"  # pending | approved | rejected
+    polls: int = 0
+    polls_required: int = 1
+    reason: str | None = None
+    cause: str | None = None
+    rejections: int = 0
+    chance_rejections: int = 0
+    escalations: int = 0
+
+
+class EpisodeInfo(NamedTuple):
+    seed: int
+    scenario: str
+    difficulty: int
+    max_steps: int
+    reward_profile: str
+    fault_budget: int
+    forked_from: tuple[str, int] | None = None
+
+
+class Task(NamedTuple):
+    text: str
+    goal: Goal
+
+
+class ChaosLedger(NamedTuple):
+    kinds: frozenset[str] = frozenset()
+    faults: int = 0
+
+
+class World(NamedTuple):
+    info: EpisodeInfo | None = None
+    task: Task | None = None
+    step: int = 0
+    outcome: str | None = None
+    # Shared empty defaults are safe: nothing ever mutates a mapping of the world.
+    tickets: Mapping[str, Ticket] = {}
+    metrics: Mapping[str, Metric] = {}
+    people: Mapping[str, Person] = {}
+    roles: Mapping[str, str] = {}
+    approval_types: Mapping[str, ApprovalType] = {}
+    approvals: Mapping[str, Approval] = {}
+    chaos: ChaosLedger = ChaosLedger()
+
+    @property
+    def ended(self) -> bool:
+        return self.outcome is not None
+
+    @property
+    def steps_remaining(self) -> int:
+        return max(0, (self.info.max_steps if self.info else 0) - self.step)
+
+    def without_lineage(self) -> World:
+        """The world as a fork and its source agree on it (lineage aside)."""
+        if self.info is None or self.info.forked_from is None:
+            return self
+        return self._replace(info=self.info._replace(forked_from=None))
+
+
+# ------------------------------------------------------------------ lookups used by deciders
+
+
+def normalize_role(role: str) -> str:
+    key = role.strip().lower().replace("-", "_").replace(" ", "_")
+    for rid, title in ROLE_TITLES.items():
+        if key in (rid, title.lower().replace(" ", "_")):
+            return rid
+    return key
+
+
+def effective_approver(world: World, role: str) -> str | None:
+    """Who acts for ``role`` now: the holder, or while they are away their delegate (following
+    the delegation chain past anyone else who is away)."""
+    person_id = world.roles.get(role)
+    seen: set[str] = set()
+    while person_id is not None and person_id not in seen:
+        seen.add(person_id)
+        person = world.people.get(person_id)
+        if person is None:
+            return None
+        if not person.out_of_office:
+            return person_id
+        person_id = person.delegate
+    return None
+
+
+def resolve_person(world: World, ref: str) -> str | None:
+    """A person id from an id, a name or an e-mail address, case-insensitively."""
+    key = ref.strip().lower()
+    for p in world.people.values():
+        if key in (p.person_id.lower(), p.name.lower(), p.email.lower()):
+            return p.person_id
+    return None
+
+
+def normalize_ticket_id(ticket_id: str) -> str:
+    return ticket_id.strip().upper()
+
+
+def as_number(value: Any) -> float | None:
+    """A number from a JSON scalar, tolerating the forms people type ("85", "85%", "1,842.50")."""
+    if isinstance(value, bool):
+        return None
+    if isinstance(value, int | float):
+        return float(value)
+    if isinstance(value, str):
+        cleaned = value.strip().replace(",", "").rstrip("%").strip()
+        for prefix in ("$", "USD"):
+            cleaned = cleaned.removeprefix(prefix).strip()
+        try:
+            return float(cleaned)
+        except ValueError:
+            return None
+    return None
+
+
+def same_number(a: float, b: float) -> bool:
+    return abs(a - b) <= 1e-6 * max(1.0, abs(a), abs(b)) + 0.005
+
+
+def same_text(a: Any, b: Any) -> bool:
+    return isinstance(a, str) and isinstance(b, str) and a.strip().lower() == b.strip().lower()

@@ -1,0 +1,47 @@
+"""A keyed deterministic RNG: every draw is a pure function of (episode seed, seq, purpose).
+
+No draw depends on the order of other draws, on global `random`, on time or on dict order, so
+the same seed and the same actions give the same log, and adding a new kind of draw elsewhere
+never shifts an existing one.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from collections.abc import Sequence
+from typing import TypeVar
+
+T = TypeVar("T")
+_SCALE = 2.0**-64
+
+
+class KeyedRNG:
+    __slots__ = ("_prefix",)
+
+    def __init__(self, seed: int) -> None:
+        self._prefix = f"{seed}|".encode()
+
+    def _bits(self, seq: int, purpose: str) -> int:
+        digest = hashlib.blake2b(self._prefix + f"{seq}|{purpose}".encode(), digest_size=8).digest()
+        return int.from_bytes(digest, "big")
+
+    def uniform(self, seq: int, purpose: str) -> float:
+        """A float in [0, 1)."""
+        return self._bits(seq, purpose) * _SCALE
+
+    def chance(self, seq: int, purpose: str, p: float) -> bool:
+        return p > 0.0 and self.uniform(seq, purpose) < p
+
+    def randint(self, seq: int, purpose: str, lo: int, hi: int) -> int:
+        """An int in [lo, hi], both ends included."""
+        if hi <= lo:
+            return lo
+        return lo + self._bits(seq, purpose) % (hi - lo + 1)
+
+    def choice(self, seq: int, purpose: str, options: Sequence[T]) -> T:
+        return options[self._bits(seq, purpose) % len(options)]
+
+    def sample(self, seq: int, purpose: str, options: Sequence[T], k: int) -> list[T]:
+        """``k`` distinct options, order by keyed score (stable, independent draws)."""
+        ranked = sorted(range(len(options)), key=lambda i: self._bits(seq, f"{purpose}#{i}"))
+        return [options[i] for i in ranked[:k]]

@@ -1,0 +1,480 @@
+"""SQL recorder on SQLModel/SQLAlchemy: an embedded SQLite file by default, PostgreSQL given a
+URL, the same code for both.
+
+One append is one transaction. On SQLite it starts with ``BEGIN IMMEDIATE`` (the write lock is
+taken up front, so two writers never both read version n and race) on a WAL-mode file. On
+PostgreSQL every append first takes one transaction-scoped advisory lock: appends are
+serialised, so global positions become visible in commit order and a reader tailing
+``read_all`` can never skip an event that commits later with a lower position.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any, Literal
+
+import orjson
+from sqlalchemy import (
+    BigInteger,
+    Column,
+    Double,
+    Integer,
+    String,
+    Text,
+    UniqueConstraint,
+    bindparam,
+    create_engine,
+    event,
+    func,
+    insert,
+    select,
+    update,
+)
+from sqlalchemy.engine import Connection, Dialect, Engine
+from sqlalchemy.exc import IntegrityError, OperationalError
+from sqlmodel import Field, SQLModel
+
+from .store import (
+    GENESIS,
+    ConcurrencyConflict,
+    EventStore,
+    RecordedEvent,
+    StoreError,
+    StreamInfo,
+    now,
+    seal,
+)
+from .types import Event
+from .upcasting import parse_event
+
+_POSITION = BigInteger().with_variant(Integer, "sqlite")  # INTEGER PRIMARY KEY is SQLite's rowid
+_APPEND_LOCK_KEY = 0x436F6D70  # any constant: one advisory lock for all appends on PostgreSQL
+
+
+class EventRow(SQLModel, table=True):
+    __tablename__ = "events"
+    __table_args__ = (UniqueConstraint("episode_id", "seq", name="uq_events_stream_seq"),)
+
+    position: int | None = Field(
+        default=None, sa_column=Column(_POSITION, primary_key=True, autoincrement=True)
+    )
+    episode_id: str = Field(sa_column=Column(String(128), nullable=False))
+    seq: int = Field(sa_column=Column(Integer, nullable=False))
+    event_id: str = Field(sa_column=Column(String(200), nullable=False, unique=True))
+    type: str = Field(sa_column=Column(String(64), nullable=False))
+    schema_version: int = Field(sa_column=Column(Integer, nullable=False))
+    payload: str = Field(sa_column=Column(Text, nullable=False))
+    hash: str = Field(sa_column=Column(String(64), nullable=False))
+    recorded_at: float = Field(sa_column=Column(Double, nullable=False))
+
+
+class StreamRow(SQLModel, table=True):
+    __tablename__ = "streams"
+
+    stream_id: str = Field(sa_column=Column(String(128), primary_key=True))
+    version: int = Field(sa_column=Column(Integer, nullable=False))
+    last_hash: str = Field(sa_column=Column(String(64), nullable=False))
+    first_position: int = Field(sa_column=Column(BigInteger, nullable=False, index=True))
+    created_at: float = Field(sa_column=Column(Double, nullable=False))
+    updated_at: float = Field(sa_column=Column(Double, nullable=False))
+
+
+EVENTS = EventRow.__table__  # type: ignore[attr-defined]
+STREAMS = StreamRow.__table__  # type: ignore[attr-defined]
+_TABLES = [EVENTS, STREAMS]
+
+_EVENT_COLUMNS = [
+    EVENTS.c.episode_id,
+    EVENTS.c.seq,
+    EVENTS.c.position,
+    EVENTS.c.event_id,
+    EVENTS.c.type,
+    EVENTS.c.schema_version,
+    EVENTS.c.payload,
+    EVENTS.c.hash,
+    EVENTS.c.recorded_at,
+]
+
+
+class _Prepared:
+    """A Core statement compiled once for one dialect and run on the driver's cursor.
+
+    SQLAlchemy's per-execution work (building, caching and wrapping the statement) costs more
+    than SQLite's own, and the append path runs four statements per step: they are compiled
+    once here and run on the DBAPI cursor of the connection SQLAlchemy's transaction holds."""
+
+    def __init__(self, stmt: Any, dialect: Dialect) -> None:
+        compiled = stmt.compile(dialect=dialect)
+        self.sql = str(compiled)
+        self.order = list(compiled.positiontup) if compiled.positional else None
+
+    def _params(self, values: dict[str, Any]) -> Any:
+        return tuple(values[n] for n in self.order) if self.order is not None else values
+
+    def run(self, cursor: Any, **values: Any) -> Any:
+        cursor.execute(self.sql, self._params(values))
+        return cursor
+
+    def run_many(self, cursor: Any, rows: list[dict[str, Any]]) -> None:
+        cursor.executemany(self.sql, [self._params(r) for r in rows])
+
+
+class _Statements:
+    def __init__(self, dialect: Dialect) -> None:
+        columns = (
+            "episode_id",
+            "seq",
+            "event_id",
+            "type",
+            "schema_version",
+            "payload",
+            "hash",
+            "recorded_at",
+        )
+        self.lock = _Prepared(select(func.pg_advisory_xact_lock(bindparam("k"))), dialect)
+        self.head = _Prepared(
+            select(STREAMS.c.version, STREAMS.c.last_hash).where(
+                STREAMS.c.stream_id == bindparam("stream_id")
+            ),
+            dialect,
+        )
+        self.insert = _Prepared(insert(EVENTS).values({c: bindparam(c) for c in columns}), dialect)
+        self.positions = _Prepared(
+            select(EVENTS.c.position)
+            .where(EVENTS.c.episode_id == bindparam("episode_id"), EVENTS.c.seq >= bindparam("lo"))
+            .order_by(EVENTS.c.seq),
+            dialect,
+        )
+        self.create = _Prepared(
+            insert(STREAMS).values(
+                {
+                    c: bindparam(c)
+                    for c in (
+                        "stream_id",
+                        "version",
+                        "last_hash",
+                        "first_position",
+                        "created_at",
+                        "updated_at",
+                    )
+                }
+            ),
+            dialect,
+        )
+        self.advance = _Prepared(
+            update(STREAMS)
+            .where(STREAMS.c.stream_id == bindparam("sid"))
+            .values(version=bindparam("v"), last_hash=bindparam("h"), updated_at=bindparam("at")),
+            dialect,
+        )
+
+
+def _record(row: Any) -> RecordedEvent:
+    data = orjson.loads(row.payload)
+    return RecordedEvent(
+        row.episode_id,
+        row.seq,
+        row.position,
+        row.event_id,
+        row.type,
+        row.schema_version,
+        data,
+        row.hash,
+        row.recorded_at,
+        parse_event(row.type, row.schema_version, data),
+    )
+
+
+def sqlite_url(path: str | Path) -> str:
+    return f"sqlite:///{Path(path)}"
+
+
+class SQLEventStore(EventStore):
+    """Event store on any SQLAlchemy URL (``sqlite:///file.db``, ``postgresql+psycopg://...``).
+
+    ``synchronous`` applies to SQLite: ``NORMAL`` (default) means a committed step survives a
+    crash of the process, the power-loss window being the last transactions since the WAL was
+    last synced; ``FULL`` syncs the WAL at every commit and survives power loss too.
+
+    ``group_commit=N`` (SQLite only) keeps one write transaction open across appends and commits
+    it every N appends or ``group_delay`` seconds, whichever comes first, and before any read
+    through this store. Each append is still all-or-nothing (a savepoint) and its conflict check
+    is exact (the open transaction holds the write lock). The trade-off: a crash loses the
+    appends of the open group, up to N-1 acknowledged steps or ``group_delay`` seconds of them,
+    never part of one; and other processes cannot write while a group is open. Use it for a
+    single process that owns its episodes (training rollouts), not behind several replicas.
+    """
+
+    def __init__(
+        self,
+        url: str,
+        *,
+        synchronous: Literal["NORMAL", "FULL"] = "NORMAL",
+        create_tables: bool = True,
+        pool_size: int = 8,
+        group_commit: int = 1,
+        group_delay: float = 0.05,
+    ) -> None:
+        self.url = url
+        self.dialect = url.split(":", 1)[0].split("+", 1)[0]
+        if group_commit > 1 and self.dialect != "sqlite":
+            raise StoreError(
+                "group_commit is for the embedded SQLite store; PostgreSQL commits "
+                "each append so that replicas can share streams"
+            )
+        self.group_commit = max(1, int(group_commit))
+        self.group_delay = group_delay
+        self._wlock = threading.RLock()
+        self._held: tuple[Connection, Any] | None = None
+        self._pending = 0
+        self._since = 0.0
+        self._closed = threading.Event()
+        self._flusher: threading.Thread | None = None
+        if self.dialect == "sqlite":
+            self._engine = self._sqlite_engine(url, synchronous)
+        elif self.dialect == "postgresql":
+            self._engine = create_engine(
+                url, pool_size=pool_size, max_overflow=pool_size, pool_pre_ping=True
+            )
+        else:
+            raise StoreError(
+                f"unsupported store URL {url!r}: use sqlite:///path.db or postgresql+psycopg://..."
+            )
+        if create_tables:
+            SQLModel.metadata.create_all(self._engine, tables=_TABLES)
+        self._sql = _Statements(self._engine.dialect)
+        dbapi = self._engine.dialect.dbapi
+        self._conflict_errors: tuple[type[BaseException], ...] = (
+            IntegrityError,
+            dbapi.IntegrityError,
+        )
+        self._unavailable_errors: tuple[type[BaseException], ...] = (
+            OperationalError,
+            dbapi.OperationalError,
+        )
+
+    # ------------------------------------------------------------------ engines
+
+    @staticmethod
+    def _sqlite_engine(url: str, synchronous: str) -> Engine:
+        if url in ("sqlite://", "sqlite:///:memory:"):
+            raise StoreError("in-memory SQLite is not shared between connections: use memory://")
+        path = url.split(":///", 1)[1].split("?", 1)[0]
+        Path(path).parent.mkdir(parents=True, exist_ok=True)
+        engine = create_engine(url, connect_args={"check_same_thread": False, "timeout": 30})
+
+        @event.listens_for(engine, "connect")
+        def _connect(dbapi_conn: Any, _record: Any) -> None:
+            # Autocommit at the driver so that SQLAlchemy's begin() below issues the BEGIN.
+            dbapi_conn.isolation_level = None
+            dbapi_conn.execute("PRAGMA journal_mode=WAL")
+            dbapi_conn.execute(f"PRAGMA synchronous={synchronous}")
+            dbapi_conn.execute("PRAGMA busy_timeout=30000")
+
+        @event.listens_for(engine, "begin")
+        def _begin(conn: Connection) -> None:
+            immediate = conn.get_execution_options().get("immediate", False)
+            conn.exec_driver_sql("BEGIN IMMEDIATE" if immediate else "BEGIN")
+
+        return engine
+
+    @property
+    def engine(self) -> Engine:
+        return self._engine
+
+    # ------------------------------------------------------------------ writes
+
+    def append(
+        self, stream: str, events: Sequence[Event], expected_version: int
+    ) -> list[RecordedEvent]:
+        try:
+            if self.group_commit > 1:
+                return self._append_grouped(stream, events, expected_version)
+            with self._engine.connect().execution_options(immediate=True) as conn, conn.begin():
+                return self._append(conn, stream, events, expected_version)
+        except self._conflict_errors as exc:
+            # Only reachable when two writers create the same stream at once without the lock
+            # (e.g. another tool writing to the tables): still a conflict, never a torn write.
+            raise ConcurrencyConflict(stream, expected_version, self.version(stream)) from exc
+        except self._unavailable_errors as exc:
+            raise StoreError(f"store unavailable: {exc}") from exc
+
+    def _append_grouped(
+        self, stream: str, events: Sequence[Event], expected_version: int
+    ) -> list[RecordedEvent]:
+        with self._wlock:
+            if self._held is None:
+                conn = self._engine.connect().execution_options(immediate=True)
+                self._held = (conn, conn.begin())
+                self._since = time.monotonic()
+                self._start_flusher()
+            conn = self._held[0]
+            cur = conn.connection.dbapi_connection.cursor()  # type: ignore[union-attr]
+            cur.execute("SAVEPOINT append")
+            try:
+                out = self._append(conn, stream, events, expected_version)
+            except BaseException:
+                cur.execute("ROLLBACK TO append")
+                cur.execute("RELEASE append")
+                raise
+            cur.execute("RELEASE append")
+            self._pending += 1
+            if self._pending >= self.group_commit:
+                self._commit_group()
+            return out
+
+    def _commit_group(self) -> None:
+        if self._held is not None:
+            conn, tx = self._held
+            self._held, self._pending = None, 0
+            try:
+                tx.commit()
+            finally:
+                conn.close()
+
+    def flush(self) -> None:
+        """Commit the open group now (a no-op unless ``group_commit`` > 1)."""
+        if self._held is not None:
+            with self._wlock:
+                self._commit_group()
+
+    def _start_flusher(self) -> None:
+        if self._flusher is not None:
+            return
+
+        def run() -> None:
+            while not self._closed.wait(self.group_delay / 2):
+                if self._held is not None and time.monotonic() - self._since >= self.group_delay:
+                    with self._wlock:
+                        if self._held is not None:
+                            self._commit_group()
+
+        self._flusher = threading.Thread(target=run, name="companyos-group-commit", daemon=True)
+        self._flusher.start()
+
+    def _append(
+        self, conn: Connection, stream: str, events: Sequence[Event], expected_version: int
+    ) -> list[RecordedEvent]:
+        q = self._sql
+        cur = conn.connection.dbapi_connection.cursor()  # type: ignore[union-attr]
+        if self.dialect == "postgresql":
+            q.lock.run(cur, k=_APPEND_LOCK_KEY)
+        head = q.head.run(cur, stream_id=stream).fetchone()
+        actual = head[0] if head is not None else -1
+        if actual != expected_version:
+            raise ConcurrencyConflict(stream, expected_version, actual)
+        if not events:
+            return []
+        sealed = seal(stream, events, expected_version, head[1] if head else GENESIS)
+        at = now()
+        q.insert.run_many(
+            cur,
+            [
+                {
+                    "episode_id": stream,
+                    "seq": s.seq,
+                    "event_id": s.event_id,
+                    "type": s.type,
+                    "schema_version": s.schema_version,
+                    "payload": s.data_json.decode(),
+                    "hash": s.hash,
+                    "recorded_at": at,
+                }
+                for s in sealed
+            ],
+        )
+        positions = [r[0] for r in q.positions.run(cur, episode_id=stream, lo=sealed[0].seq)]
+        last = sealed[-1]
+        if head is None:
+            q.create.run(
+                cur,
+                stream_id=stream,
+                version=last.seq,
+                last_hash=last.hash,
+                first_position=positions[0],
+                created_at=at,
+                updated_at=at,
+            )
+        else:
+            q.advance.run(cur, sid=stream, v=last.seq, h=last.hash, at=at)
+        return [
+            RecordedEvent(
+                stream,
+                s.seq,
+                pos,
+                s.event_id,
+                s.type,
+                s.schema_version,
+                s.data,
+                s.hash,
+                at,
+                s.event,
+            )
+            for s, pos in zip(sealed, positions, strict=True)
+        ]
+
+    # ------------------------------------------------------------------ reads
+
+    def read(
+        self, stream: str, from_seq: int = 0, to_seq: int | None = None
+    ) -> list[RecordedEvent]:
+        self.flush()
+        q = select(*_EVENT_COLUMNS).where(EVENTS.c.episode_id == stream, EVENTS.c.seq >= from_seq)
+        if to_seq is not None:
+            q = q.where(EVENTS.c.seq <= to_seq)
+        with self._engine.connect() as conn:
+            rows = conn.execute(q.order_by(EVENTS.c.seq)).all()
+        return [_record(r) for r in rows]
+
+    def read_all(self, after_position: int = 0, limit: int = 1000) -> list[RecordedEvent]:
+        self.flush()
+        q = (
+            select(*_EVENT_COLUMNS)
+            .where(EVENTS.c.position > after_position)
+            .order_by(EVENTS.c.position)
+            .limit(max(0, limit))
+        )
+        with self._engine.connect() as conn:
+            rows = conn.execute(q).all()
+        return [_record(r) for r in rows]
+
+    def streams(
+        self, after_position: int = 0, limit: int = 100, prefix: str | None = None
+    ) -> list[StreamInfo]:
+        self.flush()
+        q = select(STREAMS).where(STREAMS.c.first_position > after_position)
+        if prefix:
+            escaped = prefix.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_")
+            q = q.where(STREAMS.c.stream_id.like(escaped + "%", escape="\\"))
+        q = q.order_by(STREAMS.c.first_position).limit(max(0, limit))
+        with self._engine.connect() as conn:
+            rows = conn.execute(q).all()
+        return [self._info(r) for r in rows]
+
+    def stream_info(self, stream: str) -> StreamInfo | None:
+        self.flush()
+        with self._engine.connect() as conn:
+            row = conn.execute(select(STREAMS).where(STREAMS.c.stream_id == stream)).first()
+        return self._info(row) if row is not None else None
+
+    @staticmethod
+    def _info(r: Any) -> StreamInfo:
+        return StreamInfo(
+            r.stream_id, r.version, r.last_hash, r.first_position, r.created_at, r.updated_at
+        )
+
+    def version(self, stream: str) -> int:
+        self.flush()
+        with self._engine.connect() as conn:
+            v = conn.execute(
+                select(STREAMS.c.version).where(STREAMS.c.stream_id == stream)
+            ).scalar()
+        return -1 if v is None else int(v)
+
+    def close(self) -> None:
+        self._closed.set()
+        self.flush()
+        self._engine.dispose()

@@ -1,0 +1,164 @@
+"""The event store: one abstract interface, several recorders behind it.
+
+A stream is one episode. Its events carry ``seq`` 0, 1, 2, ... with no gaps; the store also
+gives every event a global ``position`` that grows in commit order, so readers can tail the
+whole log. ``append`` is atomic and optimistic: it succeeds only if the stream is still at
+``expected_version`` (the seq of its last event, -1 for a new stream) and raises
+`ConcurrencyConflict` otherwise, on every backend.
+"""
+
+from __future__ import annotations
+
+import abc
+import time
+from collections.abc import Sequence
+from dataclasses import dataclass
+from hashlib import sha256
+from typing import Any, NamedTuple
+
+from .chain import GENESIS, canonical, event_body_from_json
+from .types import Event
+
+NEW_STREAM = -1
+
+
+class StoreError(Exception):
+    """Base of the store's own errors."""
+
+
+class ConcurrencyConflict(StoreError):
+    """The stream moved on since the caller read it: nothing was written."""
+
+    def __init__(self, stream: str, expected: int, actual: int) -> None:
+        super().__init__(
+            f"stream {stream!r} is at version {actual}, not {expected}: another writer got "
+            "there first; reload the episode and retry"
+        )
+        self.stream = stream
+        self.expected = expected
+        self.actual = actual
+
+
+class RecordedEvent(NamedTuple):
+    """An event as stored (a named tuple: immutable and cheap, one is made per event).
+
+    ``type``, ``schema_version`` and ``data`` are the stored originals (what the hash covers);
+    ``event`` is the model lifted to the current schema version."""
+
+    stream: str
+    seq: int
+    position: int
+    event_id: str
+    type: str
+    schema_version: int
+    data: dict[str, Any]
+    hash: str
+    recorded_at: float
+    event: Event
+
+
+@dataclass(frozen=True, slots=True)
+class StreamInfo:
+    stream_id: str
+    version: int
+    last_hash: str
+    first_position: int
+    created_at: float
+    updated_at: float
+
+
+class SealedEvent(NamedTuple):
+    """An event with its seq and hash fixed, ready for a backend to write."""
+
+    seq: int
+    event_id: str
+    type: str
+    schema_version: int
+    data: dict[str, Any]
+    data_json: bytes
+    """``data`` as canonical JSON: what SQL backends store."""
+    hash: str
+    event: Event
+
+
+def seal(
+    stream: str, events: Sequence[Event], expected_version: int, prev_hash: str
+) -> list[SealedEvent]:
+    """Number and hash ``events`` as the continuation of a stream at ``expected_version``."""
+    out: list[SealedEvent] = []
+    seq = expected_version
+    prev = prev_hash.encode("ascii")
+    for ev in events:
+        seq += 1
+        data = ev.payload()
+        data_json = canonical(data)
+        body = event_body_from_json(seq, ev.type, ev.schema_version, data_json)
+        h = sha256(prev + body).hexdigest()
+        out.append(
+            SealedEvent(seq, f"{stream}:{seq}", ev.type, ev.schema_version, data, data_json, h, ev)
+        )
+        prev = h.encode("ascii")
+    return out
+
+
+class EventStore(abc.ABC):
+    """What every backend offers. Subclasses: `InMemoryEventStore`, `SQLEventStore`."""
+
+    @abc.abstractmethod
+    def append(
+        self, stream: str, events: Sequence[Event], expected_version: int
+    ) -> list[RecordedEvent]:
+        """Append atomically if the stream is at ``expected_version``; else raise
+        `ConcurrencyConflict` and write nothing."""
+
+    @abc.abstractmethod
+    def read(
+        self, stream: str, from_seq: int = 0, to_seq: int | None = None
+    ) -> list[RecordedEvent]:
+        """Events of one stream with ``from_seq <= seq <= to_seq`` (inclusive), in seq order."""
+
+    @abc.abstractmethod
+    def read_all(self, after_position: int = 0, limit: int = 1000) -> list[RecordedEvent]:
+        """Up to ``limit`` events of all streams with ``position > after_position``."""
+
+    @abc.abstractmethod
+    def streams(
+        self, after_position: int = 0, limit: int = 100, prefix: str | None = None
+    ) -> list[StreamInfo]:
+        """Streams in creation order, those created after ``after_position`` (a stream's
+        ``first_position``), optionally only ids starting with ``prefix``."""
+
+    @abc.abstractmethod
+    def version(self, stream: str) -> int:
+        """The seq of the stream's last event, or -1 if the stream does not exist."""
+
+    def stream_info(self, stream: str) -> StreamInfo | None:
+        found = [s for s in self.streams(prefix=stream, limit=1_000_000) if s.stream_id == stream]
+        return found[0] if found else None
+
+    def close(self) -> None:  # noqa: B027 - optional hook
+        """Release connections; the default has none."""
+
+    def __enter__(self) -> EventStore:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+
+def now() -> float:
+    return time.time()
+
+
+__all__ = [
+    "GENESIS",
+    "NEW_STREAM",
+    "ConcurrencyConflict",
+    "EventStore",
+    "RecordedEvent",
+    "SealedEvent",
+    "StoreError",
+    "StreamInfo",
+    "now",
+    "seal",
+]

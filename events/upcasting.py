@@ -1,0 +1,69 @@
+"""Upcasters: lift stored payloads of old schema versions to the current shape on read.
+
+Stored rows are never rewritten (invariant 7). Each upcaster takes a payload of version n and
+returns the payload of version n + 1; `upcast` chains them up to the class's current version.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+from .types import EVENT_TYPES, Event
+
+Payload = dict[str, Any]
+Upcaster = Callable[[Payload], Payload]
+
+UPCASTERS: dict[tuple[str, int], Upcaster] = {}
+
+
+class UnknownEventType(ValueError):
+    """A stored event names a type or version this code cannot read."""
+
+
+def upcaster(event_type: str, from_version: int) -> Callable[[Upcaster], Upcaster]:
+    def register(fn: Upcaster) -> Upcaster:
+        UPCASTERS[(event_type, from_version)] = fn
+        return fn
+
+    return register
+
+
+@upcaster("EpisodeStarted", 1)
+def _episode_started_v1(p: Payload) -> Payload:
+    # v1 was the original CompanyOS's reset record: a task id, a seed and a step budget. It had
+    # no chaos dial (its fixed chaos is our difficulty 2) and scored with the original rewards.
+    return {
+        "seed": p["seed"],
+        "scenario": p["task_id"],
+        "difficulty": 2,
+        "max_steps": p["max_steps"],
+        "reward_profile": "original",
+        "fault_budget": p["max_steps"],
+        "forked_from": None,
+        "generator": "companyos/1",
+    }
+
+
+def upcast(event_type: str, version: int, payload: Payload) -> Payload:
+    cls = EVENT_TYPES.get(event_type)
+    if cls is None:
+        raise UnknownEventType(f"unknown event type {event_type!r}")
+    current = cls.schema_version
+    if version > current:
+        raise UnknownEventType(
+            f"{event_type} v{version} is newer than this code (v{current}); upgrade companyos"
+        )
+    while version < current:
+        step = UPCASTERS.get((event_type, version))
+        if step is None:
+            raise UnknownEventType(f"no upcaster for {event_type} v{version}")
+        payload = step(payload)
+        version += 1
+    return payload
+
+
+def parse_event(event_type: str, version: int, payload: Payload) -> Event:
+    """Build the current-version event model from a stored (type, version, payload)."""
+    data = upcast(event_type, version, payload)
+    return EVENT_TYPES[event_type].model_validate({**data, "type": event_type})

@@ -1,0 +1,44 @@
+"""Projections: pure folds of the log into world state, milestones, rewards, observations and
+summaries."""
+
+from __future__ import annotations
+
+from .milestones import SUCCESS, Milestone, achieved, milestones_for, progress
+from .observation import render_result, render_world, tool_manifest
+from .replay import Replay, StepRecord, cached_rewards, replay
+from .reward import (
+    PROFILES,
+    RewardProfile,
+    ScoreState,
+    StepScore,
+    dominance_margin,
+    get_profile,
+    initial_score,
+    score_step,
+)
+from .summary import EpisodeSummary, summarize
+
+__all__ = [
+    "PROFILES",
+    "SUCCESS",
+    "EpisodeSummary",
+    "Milestone",
+    "Replay",
+    "RewardProfile",
+    "ScoreState",
+    "StepRecord",
+    "StepScore",
+    "achieved",
+    "cached_rewards",
+    "dominance_margin",
+    "get_profile",
+    "initial_score",
+    "milestones_for",
+    "progress",
+    "render_result",
+    "render_world",
+    "replay",
+    "score_step",
+    "summarize",
+    "tool_manifest",
+]

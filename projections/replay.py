@@ -1,0 +1,114 @@
+"""Folding a stored stream: the world at any step, per-step scores, re-scoring under another
+reward profile. Replay needs only the log (the initial world is in it), never the generator
+or the RNG."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+
+from companyos.domain.model import World
+from companyos.domain.world import fold
+from companyos.events.store import RecordedEvent
+from companyos.events.types import EpisodeEnded, Event, StepScored, ToolCalled
+
+from .milestones import Milestone, milestones_for
+from .reward import RewardProfile, ScoreState, StepScore, get_profile, initial_score, score_step
+
+
+def events_of(records: Sequence[RecordedEvent | Event]) -> list[Event]:
+    return [r.event if isinstance(r, RecordedEvent) else r for r in records]
+
+
+@dataclass(frozen=True, slots=True)
+class StepRecord:
+    step: int
+    call: ToolCalled
+    events: tuple[Event, ...]
+    """What the call caused, without the reward cache and the end marker."""
+    world: World
+    """The world after the step."""
+    score: StepScore
+    first_index: int
+    """Index of the step's `ToolCalled` in the stream (its seq for a whole stream)."""
+
+
+@dataclass(slots=True)
+class Replay:
+    setup: World
+    graph: tuple[Milestone, ...]
+    profile: RewardProfile
+    steps: list[StepRecord] = field(default_factory=list)
+    outcome: str | None = None
+    total: float = 0.0
+    score: ScoreState = field(default_factory=ScoreState)
+
+    @property
+    def world(self) -> World:
+        return self.steps[-1].world if self.steps else self.setup
+
+    def world_at(self, step: int) -> World:
+        """The world after ``step`` tool calls (0: the initial world)."""
+        if step <= 0 or not self.steps:
+            return self.setup
+        return self.steps[min(step, len(self.steps)) - 1].world
+
+
+def setup_length(events: Sequence[Event]) -> int:
+    for i, e in enumerate(events):
+        if isinstance(e, ToolCalled):
+            return i
+    return len(events)
+
+
+def replay(
+    records: Sequence[RecordedEvent | Event], profile: RewardProfile | str | None = None
+) -> Replay:
+    """Fold a whole stream step by step, scoring each step with ``profile`` (default: the
+    profile the episode was started with)."""
+    events = events_of(records)
+    n_setup = setup_length(events)
+    setup = fold(events[:n_setup])
+    if setup.info is None or setup.task is None:
+        raise ValueError(
+            "not an episode stream: it does not start with EpisodeStarted/TaskAssigned"
+        )
+    if profile is None:
+        profile = setup.info.reward_profile
+    prof = get_profile(profile) if isinstance(profile, str) else profile
+    graph = milestones_for(setup.task.goal)
+    r = Replay(setup, graph, prof, score=initial_score(setup, graph, prof))
+    world, score = setup, r.score
+    i = n_setup
+    while i < len(events):
+        e = events[i]
+        if isinstance(e, EpisodeEnded):
+            r.outcome = e.outcome
+            world = fold([e], world)
+            i += 1
+            continue
+        if not isinstance(e, ToolCalled):
+            i += 1  # only caches and markers sit outside a step
+            continue
+        j = i + 1
+        while j < len(events) and not isinstance(events[j], ToolCalled | StepScored | EpisodeEnded):
+            j += 1
+        caused = tuple(events[i + 1 : j])
+        before, world = world, fold((e, *caused), world)
+        score, s = score_step(score, world, caused, graph, prof, before)
+        r.steps.append(StepRecord(e.step, e, caused, world, s, i))
+        i = j
+    r.score = score
+    r.total = score.total
+    if r.outcome == "abandoned":
+        r.total = round(r.total + prof.abandon, 6)
+    if r.steps and r.outcome is not None:
+        last = r.steps[-1]
+        r.steps[-1] = StepRecord(
+            last.step, last.call, last.events, world, last.score, last.first_index
+        )
+    return r
+
+
+def cached_rewards(records: Sequence[RecordedEvent | Event]) -> list[float]:
+    return [e.reward for e in events_of(records) if isinstance(e, StepScored)]

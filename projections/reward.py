@@ -1,0 +1,247 @@
+"""The reward projection: potential-based shaping over milestones, penalties, terminal terms.
+
+    r = step_cost + Phi(s') - Phi(s) + penalties + terminal
+
+Phi is the weight of the milestones that count (in order) in the world after the step. Undo and
+redo net zero, repeating an action pays nothing, and the return of any finished episode that
+does not succeed is below the return of every one that does: penalties are clipped to a budget
+per episode chosen so that `dominance_margin` stays positive (a test checks every task).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Sequence
+from typing import Any, NamedTuple
+
+from companyos.domain.model import World
+from companyos.events.types import Event
+from pydantic import BaseModel, ConfigDict
+
+from .milestones import SUCCESS, Milestone, achieved
+
+
+class RewardProfile(BaseModel):
+    """Weights of the reward projection. The defaults are the original CompanyOS's values."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    name: str = "default"
+    step_cost: float = -0.1
+    set_priority: float = 1.0
+    set_assignee: float = 1.0
+    fix_field: float = 1.0
+    unblock: float = 1.0
+    verify: float = 1.5
+    refresh_stale: float = 1.0
+    fresh_read: float = 0.5
+    valid_submission: float = 2.0
+    approved: float = 3.0
+    failed_call: float = -0.3
+    hallucinated_tool: float = -1.0
+    rejection: float = -0.5
+    """An approval rejected because of the agent's request (wrong approver, stale data, ...)."""
+    irreversible: float = -2.0
+    """Trying to close a blocked ticket, or closing the task's ticket before the task is done."""
+    fault: float = 0.0
+    """A transient fault is bad luck, not a mistake; the original charged it as a failed call."""
+    chance_rejection: float = 0.0
+    """A correct request rejected by chance; the original charged -0.5 for every rejection."""
+    success: float = 15.0
+    timeout: float = -5.0
+    abandon: float = -5.0
+    penalty_budget: float = 15.0
+
+    def weight(self, kind: str) -> float:
+        return float(getattr(self, kind))
+
+
+PROFILES: dict[str, RewardProfile] = {
+    "default": RewardProfile(),
+    # The original's scheme for comparison: every failed call and every rejection charged, no
+    # budget on penalties (so failing can, with enough penalties, out-score nothing at all).
+    "original": RewardProfile(
+        name="original", fault=-0.3, chance_rejection=-0.5, penalty_budget=1e9
+    ),
+}
+
+
+def get_profile(name: str) -> RewardProfile:
+    try:
+        return PROFILES[name]
+    except KeyError:
+        known = ", ".join(PROFILES)
+        raise ValueError(f"unknown reward profile {name!r}: use one of {known}") from None
+
+
+class ScoreState(NamedTuple):
+    """What the reward projection carries from step to step."""
+
+    phi: float = 0.0
+    achieved: frozenset[str] = frozenset()
+    total: float = 0.0
+    penalties: float = 0.0
+    shortcut_attempts: int = 0
+
+
+class StepScore(NamedTuple):
+    reward: float
+    total: float
+    terms: dict[str, float]
+    gained: list[str]
+    lost: list[str]
+    outcome: str | None
+    achieved: frozenset[str]
+
+
+SHORTCUT_CODES = frozenset({"ticket_not_verified", "blocked_ticket_close"})
+SHORTCUT_CAUSES = frozenset({"ticket_unverified", "data_mismatch", "wrong_approver"})
+
+
+def potential(done: frozenset[str], graph: Sequence[Milestone], profile: RewardProfile) -> float:
+    return sum(profile.weight(m.kind) for m in graph if m.id in done)
+
+
+def _same_apps(a: World, b: World) -> bool:
+    """The very same app states (a read step): milestones cannot have changed."""
+    return (
+        a.tickets is b.tickets
+        and a.metrics is b.metrics
+        and a.approvals is b.approvals
+        and a.people is b.people
+    )
+
+
+def initial_score(world: World, graph: Sequence[Milestone], profile: RewardProfile) -> ScoreState:
+    done = achieved(world, tuple(graph))
+    return ScoreState(phi=potential(done, graph, profile), achieved=done)
+
+
+# Each returns (penalty kind or None, whether the event is a shortcut attempt).
+Verdict = tuple[str | None, bool]
+
+
+def _invalid(e: Any, goal_ticket: str | None) -> Verdict:
+    return ("hallucinated_tool" if e.code == "unknown_tool" else "failed_call"), False
+
+
+def _rejected(e: Any, goal_ticket: str | None) -> Verdict:
+    kind = "irreversible" if e.code == "blocked_ticket_close" else "failed_call"
+    return kind, e.code in SHORTCUT_CODES
+
+
+def _fault(e: Any, goal_ticket: str | None) -> Verdict:
+    return "fault", False
+
+
+def _decided(e: Any, goal_ticket: str | None) -> Verdict:
+    if e.decision != "rejected":
+        return None, False
+    return ("chance_rejection" if e.cause == "chance" else "rejection"), e.cause in SHORTCUT_CAUSES
+
+
+def _updated(e: Any, goal_ticket: str | None) -> Verdict:
+    closed_early = (
+        e.field == "status"
+        and e.new == "closed"
+        and e.old != "closed"
+        and e.ticket_id == goal_ticket
+    )
+    return ("irreversible" if closed_early else None), False
+
+
+_CLASSIFY = {
+    "InvalidAction": _invalid,
+    "ActionRejected": _rejected,
+    "FaultInjected": _fault,
+    "ApprovalDecided": _decided,
+    "TicketUpdated": _updated,
+}
+
+
+def penalty_terms(
+    events: Iterable[Event], world: World, profile: RewardProfile
+) -> tuple[dict[str, float], int]:
+    """The penalties a step's events earn, by kind, and how many were shortcut attempts."""
+    terms: dict[str, float] = {}
+    shortcuts = 0
+    goal_ticket = world.task.goal.ticket_id if world.task else None
+    for e in events:
+        classify = _CLASSIFY.get(e.type)
+        if classify is None:
+            continue
+        kind, shortcut = classify(e, goal_ticket)
+        shortcuts += shortcut
+        if kind is not None:
+            value = profile.weight(kind)
+            if value:
+                terms[kind] = terms.get(kind, 0.0) + value
+    return terms, shortcuts
+
+
+def score_step(
+    prev: ScoreState,
+    world: World,
+    events: Sequence[Event],
+    graph: Sequence[Milestone],
+    profile: RewardProfile,
+    before: World | None = None,
+) -> tuple[ScoreState, StepScore]:
+    """Score one step given the world after it and the events it caused (``before``, the
+    world before the step, only lets a read step skip re-evaluating the milestones)."""
+    if before is not None and _same_apps(before, world):
+        done, phi = prev.achieved, prev.phi
+    else:
+        done = achieved(world, tuple(graph))
+        phi = potential(done, graph, profile)
+    terms: dict[str, float] = {"step": profile.step_cost}
+    if phi != prev.phi:
+        terms["progress"] = phi - prev.phi
+    penalties, shortcuts = penalty_terms(events, world, profile)
+    spent = 0.0
+    if penalties:
+        spent = sum(penalties.values())
+        room = -(profile.penalty_budget + prev.penalties)  # most negative still allowed
+        if spent < room:
+            penalties["budget_clip"] = room - spent
+            spent = room
+        terms.update(penalties)
+    outcome = None
+    if SUCCESS in done:
+        outcome = "success"
+        terms["success"] = profile.success
+    elif world.info is not None and world.step >= world.info.max_steps:
+        outcome = "timeout"
+        terms["timeout"] = profile.timeout
+    reward = round(sum(terms.values()), 6)
+    total = round(prev.total + reward, 6)
+    state = ScoreState(phi, done, total, prev.penalties + spent, prev.shortcut_attempts + shortcuts)
+    if done is prev.achieved:
+        return state, StepScore(reward, total, terms, [], [], outcome, done)
+    gained = [m.id for m in graph if m.id in done and m.id not in prev.achieved]
+    lost = [m.id for m in graph if m.id in prev.achieved and m.id not in done]
+    return state, StepScore(reward, total, terms, gained, lost, outcome, done)
+
+
+def dominance_margin(
+    graph: Sequence[Milestone], profile: RewardProfile, max_steps: int, initial_phi: float = 0.0
+) -> float:
+    """Lowest possible successful return minus highest possible failed one (> 0 is safe).
+
+    Success: every milestone, the success bonus, every step paid, the whole penalty budget
+    spent. Failure: every milestone but the last, no penalties, and the milder of a timeout
+    after all steps or an abandonment at once."""
+    phi_all = potential(frozenset(m.id for m in graph), graph, profile)
+    phi_fail = phi_all - profile.weight(graph[-1].kind)
+    worst_success = (
+        phi_all
+        - initial_phi
+        + profile.success
+        + max_steps * profile.step_cost
+        - profile.penalty_budget
+    )
+    best_failure = (
+        phi_fail
+        - initial_phi
+        + max(profile.timeout + max_steps * profile.step_cost, profile.abandon)
+    )
+    return worst_success - best_failure

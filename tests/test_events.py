@@ -1,0 +1,152 @@
+"""Event types, schema versions and a real upcast; replay verification."""
+
+from __future__ import annotations
+
+import orjson
+import pytest
+from companyos.agents import in_process_oracle, play
+from companyos.api import CompanyOSEnvironment
+from companyos.api.verify import verify_episode
+from companyos.domain import build_episode
+from companyos.events import EVENT_ADAPTER, EVENT_TYPES, GENESIS, first_broken_link, upcast
+from companyos.events.chain import canonical, chain_hash
+from companyos.events.sql import EVENTS, STREAMS, SQLEventStore, sqlite_url
+from companyos.events.types import EpisodeStarted, Event
+from companyos.events.upcasting import UnknownEventType
+from companyos.projections import replay
+from sqlalchemy import insert
+
+
+def all_events() -> list[Event]:
+    env = CompanyOSEnvironment()
+    oracle = in_process_oracle(env)
+    out: list[Event] = []
+    for seed in range(10):
+        play(env, oracle, seed=seed, difficulty=3)
+        out += [r.event for r in env.store.read(env.episode.id)]
+    return out
+
+
+def test_every_type_is_in_the_union_and_payload_is_json():
+    seen = {e.type for e in all_events()}
+    assert seen <= set(EVENT_TYPES)
+    for e in all_events():
+        assert e.payload() == e.model_dump(mode="json", exclude={"type"})
+        assert EVENT_ADAPTER.validate_python({**e.payload(), "type": e.type}) == e
+
+
+def test_episode_started_v1_is_upcast_on_read(tmp_path):
+    """A real upcast: EpisodeStarted v1 was the original's reset record (task_id, seed,
+    max_steps); v2 adds the chaos dial and the reward profile. A stored v1 row reads as v2,
+    the stored bytes stay as they were, and the chain still verifies."""
+    store = SQLEventStore(sqlite_url(tmp_path / "old.db"))
+    v1 = {"seed": 7, "task_id": "vendor_onboarding", "max_steps": 20}
+    rest = build_episode("vendor_onboarding", 7, 2)[1:]
+    rows, prev = [], GENESIS
+    items = [("EpisodeStarted", 1, v1)] + [(e.type, e.schema_version, e.payload()) for e in rest]
+    for seq, (kind, version, data) in enumerate(items):
+        h = chain_hash(prev, canonical({"seq": seq, "type": kind, "v": version, "data": data}))
+        rows.append(
+            {
+                "episode_id": "old",
+                "seq": seq,
+                "event_id": f"old:{seq}",
+                "type": kind,
+                "schema_version": version,
+                "payload": orjson.dumps(data).decode(),
+                "hash": h,
+                "recorded_at": 0.0,
+            }
+        )
+        prev = h
+    with store.engine.begin() as conn:
+        conn.execute(insert(EVENTS), rows)
+        conn.execute(
+            insert(STREAMS).values(
+                stream_id="old",
+                version=len(rows) - 1,
+                last_hash=prev,
+                first_position=1,
+                created_at=0.0,
+                updated_at=0.0,
+            )
+        )
+    records = store.read("old")
+    first = records[0]
+    assert first.schema_version == 1 and first.data == v1
+    assert isinstance(first.event, EpisodeStarted)
+    assert (first.event.scenario, first.event.difficulty, first.event.reward_profile) == (
+        "vendor_onboarding",
+        2,
+        "original",
+    )
+    assert first_broken_link(records) is None
+    r = replay(records)
+    assert r.setup.info is not None and r.setup.info.difficulty == 2
+    assert r.profile.name == "original"
+    report = verify_episode(store, "old")
+    assert report.chain_ok and not report.resimulated
+    store.close()
+
+
+def test_newer_or_unknown_versions_are_refused():
+    with pytest.raises(UnknownEventType):
+        upcast("EpisodeStarted", 3, {})
+    with pytest.raises(UnknownEventType):
+        upcast("Teleported", 1, {})
+
+
+@pytest.mark.parametrize("difficulty", [0, 2, 3])
+def test_verify_honest_episodes(any_store, difficulty):
+    env = CompanyOSEnvironment(any_store)
+    oracle = in_process_oracle(env)
+    for seed in range(4):
+        play(env, oracle, seed=seed, difficulty=difficulty)
+        env.step({"app": "x", "method": "y", "params": {"q": "z" * 20_000}})  # after the end
+        report = verify_episode(any_store, env.episode.id)
+        assert report.ok and report.resimulated, report.message
+
+
+def test_verify_covers_refused_calls_forks_and_abandonment():
+    env = CompanyOSEnvironment()
+    env.reset(seed=5, task_id=0, difficulty=2)
+    env.step({"app": "ticketdesk", "method": "search_tickets", "params": {"query": "q" * 9000}})
+    env.step({"app": "ticketdesk", "method": "list_tickets"})
+    source = env.episode.id
+    env.reset(fork_from=source, at_step=1)
+    fork = env.episode.id
+    env.step({"app": "datahub", "method": "list_metrics"})
+    env.reset(seed=6)
+    for eid in (source, fork):
+        report = verify_episode(env.store, eid)
+        assert report.ok, report.message
+
+
+def test_verify_flags_tampering(sqlite_store):
+    env = CompanyOSEnvironment(sqlite_store)
+    play(env, in_process_oracle(env), seed=3, task_id=0, difficulty=2)
+    eid = env.episode.id
+    records = sqlite_store.read(eid)
+    target = next(r for r in records if r.type == "MetricRefreshed")
+    forged = {**target.data, "new": 99.0}
+    with sqlite_store.engine.begin() as conn:
+        conn.execute(
+            EVENTS.update()
+            .where(EVENTS.c.position == target.position)
+            .values(payload=orjson.dumps(forged).decode())
+        )
+    report = verify_episode(sqlite_store, eid)
+    assert not report.ok and report.first_broken_seq == target.seq
+    # Rewriting the whole chain to match hides it from the chain check, not from re-simulation.
+    rows, prev = [], GENESIS
+    for r in sqlite_store.read(eid):
+        h = chain_hash(
+            prev, canonical({"seq": r.seq, "type": r.type, "v": r.schema_version, "data": r.data})
+        )
+        rows.append((r.position, h))
+        prev = h
+    with sqlite_store.engine.begin() as conn:
+        for pos, h in rows:
+            conn.execute(EVENTS.update().where(EVENTS.c.position == pos).values(hash=h))
+    report = verify_episode(sqlite_store, eid)
+    assert report.chain_ok and not report.ok and report.first_divergent_seq == target.seq

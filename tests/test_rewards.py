@@ -1,0 +1,152 @@
+"""The reward projection: potential-based, unfarmable, re-scorable from the log."""
+
+from __future__ import annotations
+
+import pytest
+from companyos.agents import in_process_oracle, play
+from companyos.api import CompanyOSEnvironment
+from companyos.domain import SCENARIO_IDS
+from companyos.projections import PROFILES, RewardProfile, cached_rewards, replay
+
+from .helpers import af, dh, td, update
+
+
+def env_at(task: str = "vendor_onboarding", difficulty: int = 2, seed: int = 1, **kw):
+    env = CompanyOSEnvironment()
+    env.reset(seed=seed, task_id=task, difficulty=difficulty, **kw)
+    return env
+
+
+def test_original_reward_values_are_the_default_weights():
+    p = PROFILES["default"]
+    assert (
+        p.step_cost,
+        p.set_priority,
+        p.verify,
+        p.unblock,
+        p.refresh_stale,
+        p.fresh_read,
+        p.valid_submission,
+        p.approved,
+        p.failed_call,
+        p.rejection,
+        p.hallucinated_tool,
+        p.success,
+        p.timeout,
+    ) == (-0.1, 1.0, 1.5, 1.0, 1.0, 0.5, 2.0, 3.0, -0.3, -0.5, -1.0, 15.0, -5.0)
+
+
+def test_each_milestone_pays_once_in_order():
+    env = env_at(difficulty=0 + 2, seed=4)
+    obs = update(env, "TKT-1042", "priority", "high")
+    assert obs.reward == pytest.approx(-0.1 + 1.0) or obs.error == "service_unavailable"
+    rewards = []
+    for _ in range(3):  # repeating pays nothing
+        rewards.append(update(env, "TKT-1042", "priority", "high").reward)
+    assert all(r <= -0.1 + 1e-9 for r in rewards)
+
+
+def test_undo_redo_nets_zero():
+    env = env_at(difficulty=0)
+    assert update(env, "TKT-1042", "verified", True).reward == pytest.approx(1.4)
+    undo = update(env, "TKT-1042", "verified", False).reward
+    redo = update(env, "TKT-1042", "verified", True).reward
+    assert undo == pytest.approx(-1.6) and redo == pytest.approx(1.4)
+    assert undo + redo == pytest.approx(2 * -0.1)
+
+
+def test_out_of_order_progress_counts_only_when_prerequisites_hold():
+    env = env_at(difficulty=0)
+    # Submitting before verifying earns nothing and is rejected later (ticket unverified).
+    dh(env, "query_metric", metric_name="vendor_compliance_score")
+    obs = af(
+        env,
+        "submit_approval",
+        approval_type="vendor_onboarding",
+        approver="Dana Whitfield",
+        data={"ticket_id": "TKT-1042", "vendor": "Northwind Analytics", "compliance_score": 85},
+    )
+    assert obs.reward == pytest.approx(-0.1)
+    assert obs.progress["approval_submitted"] is False
+    # The wrong object: verifying another ticket earns nothing.
+    assert update(env, "TKT-1043", "verified", True).reward == pytest.approx(-0.1)
+    assert update(env, "TKT-1042", "verified", True).reward == pytest.approx(1.4)
+
+
+def test_losing_a_prerequisite_takes_the_credit_back():
+    env = env_at(difficulty=0)
+    update(env, "TKT-1042", "verified", True)
+    dh(env, "query_metric", metric_name="vendor_compliance_score")
+    obs = af(
+        env,
+        "submit_approval",
+        approval_type="vendor_onboarding",
+        approver="Dana Whitfield",
+        data={"ticket_id": "TKT-1042", "vendor": "Northwind Analytics", "compliance_score": 85},
+    )
+    assert obs.reward == pytest.approx(1.9) and obs.progress["approval_submitted"]
+    obs = update(env, "TKT-1042", "verified", False)
+    assert obs.reward == pytest.approx(-0.1 - 1.5 - 2.0)
+    assert not obs.progress["approval_submitted"]
+
+
+def test_penalties_and_budget():
+    env = env_at(difficulty=0, max_steps=100)
+    assert td(env, "nonexistent").reward == pytest.approx(-1.1)
+    assert td(env, "get_ticket", ticket_id="TKT-9").reward == pytest.approx(-0.4)
+    total = env.episode.score.total
+    for _ in range(20):
+        td(env, "nonexistent")
+    # 15 of penalties at most, then only the step cost.
+    spent = env.episode.score.total - total
+    assert spent == pytest.approx(-(15.0 - 1.3) - 20 * 0.1)
+
+
+def test_irreversible_mistakes_cost_more():
+    env = env_at("bug_escalation", difficulty=2)
+    obs = update(env, "TKT-3191", "status", "closed")
+    if obs.error == "service_unavailable":
+        obs = update(env, "TKT-3191", "status", "closed")
+    assert obs.error == "blocked_ticket_close"
+    assert obs.reward == pytest.approx(-2.1) and obs.shortcut_attempts == 1
+    env = env_at("handbook_update", difficulty=0)
+    obs = update(env, "TKT-5120", "status", "closed")
+    assert obs.reward == pytest.approx(-2.1)
+    assert update(env, "TKT-5120", "verified", True).error == "ticket_closed"
+
+
+@pytest.mark.parametrize("scenario", SCENARIO_IDS)
+def test_rescoring_the_log_reproduces_the_cached_rewards(scenario):
+    env = CompanyOSEnvironment()
+    oracle = in_process_oracle(env)
+    for seed in range(5):
+        play(env, oracle, seed=seed, task_id=scenario, difficulty=3)
+        records = env.store.read(env.episode.id)
+        r = replay(records)
+        assert [s.score.reward for s in r.steps] == cached_rewards(records)
+        assert r.total == env.episode.score.total
+
+
+def test_rescoring_under_another_profile():
+    env = CompanyOSEnvironment()
+    play(env, in_process_oracle(env), seed=11, task_id="vendor_onboarding", difficulty=3)
+    records = env.store.read(env.episode.id)
+    default = replay(records)
+    doubled = replay(records, RewardProfile(name="x2", success=30.0))
+    assert doubled.total == pytest.approx(default.total + 15.0)
+    original = replay(records, "original")
+    faults = sum(e.type == "FaultInjected" for s in default.steps for e in s.events)
+    chance = sum(
+        e.type == "ApprovalDecided" and e.cause == "chance" for s in default.steps for e in s.events
+    )
+    assert original.total == pytest.approx(default.total - 0.3 * faults - 0.5 * chance)
+
+
+def test_abandoned_episodes_pay_the_abandon_term():
+    env = env_at(difficulty=0)
+    update(env, "TKT-1042", "verified", True)
+    first = env.episode.id
+    env.reset(seed=2)
+    r = replay(env.store.read(first))
+    assert r.outcome == "abandoned"
+    assert r.total == pytest.approx(1.4 - 5.0)

@@ -1,0 +1,310 @@
+"""One abstract test case for the EventStore contract, subclassed for every backend.
+
+The PostgreSQL subclass runs when COMPANYOS_TEST_POSTGRES_URL is set (`.ci/run` sets it to the
+local server); each test gets a fresh schema.
+"""
+
+from __future__ import annotations
+
+import threading
+
+import orjson
+import pytest
+from companyos.events import (
+    GENESIS,
+    ConcurrencyConflict,
+    EventStore,
+    InMemoryEventStore,
+    first_broken_link,
+)
+from companyos.events.chain import canonical, chain_hash
+from companyos.events.sql import SQLEventStore, sqlite_url
+from companyos.events.types import (
+    ApprovalSubmitted,
+    EpisodeStarted,
+    Event,
+    StepScored,
+    TicketsSearched,
+    TicketViewed,
+    ToolCalled,
+)
+from sqlalchemy import text
+
+from .conftest import POSTGRES_URL, drop_postgres_schema, make_postgres_store
+
+
+def sample(n: int, start: int = 0) -> list[Event]:
+    return [TicketViewed(ticket_id=f"TKT-{start + i}") for i in range(n)]
+
+
+class StoreContract:
+    """Every backend must pass these. Subclasses provide `make_store` and, where the backend
+    allows, `tamper` (alter a stored payload behind the store's back) and `write_raw`."""
+
+    store: EventStore
+
+    def make_store(self) -> EventStore:
+        raise NotImplementedError
+
+    def tamper(self, stream: str, seq: int, payload: dict) -> None:
+        raise NotImplementedError
+
+    @pytest.fixture(autouse=True)
+    def _store(self, tmp_path):
+        self.tmp_path = tmp_path
+        self.store = self.make_store()
+        yield
+        self.store.close()
+
+    # ------------------------------------------------------------------ append and read
+
+    def test_new_stream_starts_at_zero(self):
+        recorded = self.store.append("s1", sample(3), -1)
+        assert [r.seq for r in recorded] == [0, 1, 2]
+        assert self.store.version("s1") == 2
+        assert [r.event for r in self.store.read("s1")] == sample(3)
+
+    def test_append_continues_stream(self):
+        self.store.append("s1", sample(2), -1)
+        recorded = self.store.append("s1", sample(2, 10), 1)
+        assert [r.seq for r in recorded] == [2, 3]
+        assert [r.event.ticket_id for r in self.store.read("s1")] == [
+            "TKT-0",
+            "TKT-1",
+            "TKT-10",
+            "TKT-11",
+        ]
+
+    def test_read_range_is_inclusive(self):
+        self.store.append("s1", sample(6), -1)
+        assert [r.seq for r in self.store.read("s1", 2, 4)] == [2, 3, 4]
+        assert [r.seq for r in self.store.read("s1", 4)] == [4, 5]
+        assert [r.seq for r in self.store.read("s1", 0, 0)] == [0]
+        assert self.store.read("s1", 7) == []
+
+    def test_unknown_stream_is_empty(self):
+        assert self.store.read("nope") == []
+        assert self.store.version("nope") == -1
+        assert self.store.stream_info("nope") is None
+
+    def test_recorded_equals_read(self):
+        events = [
+            EpisodeStarted(seed=3, scenario="x", difficulty=2, max_steps=5),
+            ToolCalled(step=1, app="a", method="m", params={"k": [1, 2.5, None, True, "é"]}),
+            ApprovalSubmitted(
+                approval_id="APR-1",
+                approval_type="t",
+                approver="u",
+                data={"a": 1.25, "b": "x", "c": False},
+            ),
+            TicketsSearched(query="q", ticket_ids=["TKT-1", "TKT-2"]),
+            StepScored(step=1, reward=-0.1, total=1.4, gained=["m1"], terms={"step": -0.1}),
+        ]
+        recorded = self.store.append("s1", events, -1)
+        read = self.store.read("s1")
+        assert [r.event for r in read] == events
+        assert [(r.seq, r.position, r.hash, r.data, r.type) for r in read] == [
+            (r.seq, r.position, r.hash, r.data, r.type) for r in recorded
+        ]
+
+    # ------------------------------------------------------------------ optimistic concurrency
+
+    def test_conflict_when_stream_exists(self):
+        self.store.append("s1", sample(1), -1)
+        with pytest.raises(ConcurrencyConflict) as info:
+            self.store.append("s1", sample(1), -1)
+        assert info.value.actual == 0 and info.value.expected == -1
+        assert self.store.version("s1") == 0
+
+    def test_conflict_on_stale_version_writes_nothing(self):
+        self.store.append("s1", sample(3), -1)
+        with pytest.raises(ConcurrencyConflict):
+            self.store.append("s1", sample(5, 100), 1)
+        assert self.store.version("s1") == 2
+        assert len(self.store.read("s1")) == 3
+        assert self.store.read_all(0, 100)[-1].seq == 2
+
+    def test_conflict_on_version_ahead(self):
+        self.store.append("s1", sample(1), -1)
+        with pytest.raises(ConcurrencyConflict):
+            self.store.append("s1", sample(1), 5)
+        assert self.store.version("s1") == 0
+
+    def test_empty_append_still_checks_version(self):
+        self.store.append("s1", sample(1), -1)
+        assert self.store.append("s1", [], 0) == []
+        with pytest.raises(ConcurrencyConflict):
+            self.store.append("s1", [], 3)
+
+    def test_concurrent_appends_have_exactly_one_winner(self):
+        self.store.append("s1", sample(1), -1)
+        wins, conflicts, errors = [], [], []
+        barrier = threading.Barrier(8)
+
+        def writer(i: int) -> None:
+            barrier.wait()
+            try:
+                self.store.append("s1", sample(2, 100 * i), 0)
+                wins.append(i)
+            except ConcurrencyConflict:
+                conflicts.append(i)
+            except Exception as exc:  # pragma: no cover - reported below
+                errors.append(exc)
+
+        threads = [threading.Thread(target=writer, args=(i,)) for i in range(8)]
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join()
+        assert errors == []
+        assert len(wins) == 1 and len(conflicts) == 7
+        seqs = [r.seq for r in self.store.read("s1")]
+        assert seqs == [0, 1, 2]
+        assert first_broken_link(self.store.read("s1")) is None
+
+    # ------------------------------------------------------------------ global order
+
+    def test_positions_increase_in_commit_order(self):
+        self.store.append("a", sample(2), -1)
+        self.store.append("b", sample(1), -1)
+        self.store.append("a", sample(1), 1)
+        log = self.store.read_all(0, 100)
+        assert [(r.stream, r.seq) for r in log] == [("a", 0), ("a", 1), ("b", 0), ("a", 2)]
+        positions = [r.position for r in log]
+        assert positions == sorted(positions) and len(set(positions)) == 4
+
+    def test_read_all_pages(self):
+        for i in range(5):
+            self.store.append(f"s{i}", sample(3), -1)
+        seen, after = [], 0
+        while True:
+            page = self.store.read_all(after, 4)
+            if not page:
+                break
+            assert len(page) <= 4
+            seen += page
+            after = page[-1].position
+        assert len(seen) == 15
+        assert [r.position for r in seen] == sorted({r.position for r in seen})
+
+    def test_streams_listing(self):
+        for name in ["ep-1", "ep-2", "session-1", "ep_3", "ep%4"]:
+            self.store.append(name, sample(1), -1)
+        self.store.append("ep-1", sample(2), 0)
+        listed = self.store.streams()
+        assert [s.stream_id for s in listed] == ["ep-1", "ep-2", "session-1", "ep_3", "ep%4"]
+        assert listed[0].version == 2
+        assert [s.stream_id for s in self.store.streams(prefix="ep-")] == ["ep-1", "ep-2"]
+        assert [s.stream_id for s in self.store.streams(prefix="ep_")] == ["ep_3"]
+        assert [s.stream_id for s in self.store.streams(prefix="ep%")] == ["ep%4"]
+        page1 = self.store.streams(limit=2)
+        page2 = self.store.streams(after_position=page1[-1].first_position, limit=2)
+        assert [s.stream_id for s in page1 + page2] == ["ep-1", "ep-2", "session-1", "ep_3"]
+        info = self.store.stream_info("ep-1")
+        assert info is not None and info.version == 2
+        assert info.last_hash == self.store.read("ep-1")[-1].hash
+
+    # ------------------------------------------------------------------ hash chain
+
+    def test_hash_chain(self):
+        self.store.append("s1", sample(3), -1)
+        self.store.append("s1", sample(2, 3), 2)
+        records = self.store.read("s1")
+        assert first_broken_link(records) is None
+        prev = GENESIS
+        for r in records:
+            body = canonical({"seq": r.seq, "type": r.type, "v": r.schema_version, "data": r.data})
+            assert r.hash == chain_hash(prev, body)
+            prev = r.hash
+
+    def test_hash_ignores_stream_and_position(self):
+        self.store.append("other", sample(4, 50), -1)
+        a = self.store.append("a", sample(3), -1)
+        b = self.store.append("b", sample(3), -1)
+        assert [r.hash for r in a] == [r.hash for r in b]
+
+    def test_tampering_is_detected(self):
+        self.store.append("s1", sample(4), -1)
+        try:
+            self.tamper("s1", 2, {"ticket_id": "TKT-666"})
+        except NotImplementedError:
+            pytest.skip("backend cannot be tampered with from outside")
+        records = self.store.read("s1")
+        assert records[2].event.ticket_id == "TKT-666"
+        assert first_broken_link(records) == 2
+
+
+class TestInMemoryStore(StoreContract):
+    def make_store(self) -> EventStore:
+        return InMemoryEventStore()
+
+    def tamper(self, stream: str, seq: int, payload: dict) -> None:
+        store = self.store
+        assert isinstance(store, InMemoryEventStore)
+        old = store._streams[stream][seq]
+        new = old._replace(data=payload, event=TicketViewed(**payload))
+        store._streams[stream][seq] = new
+        store._log[old.position - 1] = new
+
+
+class SQLContract(StoreContract):
+    def tamper(self, stream: str, seq: int, payload: dict) -> None:
+        store = self.store
+        assert isinstance(store, SQLEventStore)
+        with store.engine.begin() as conn:
+            conn.execute(
+                text("UPDATE events SET payload = :p WHERE episode_id = :s AND seq = :q"),
+                {"p": orjson.dumps(payload).decode(), "s": stream, "q": seq},
+            )
+
+
+class TestSQLiteStore(SQLContract):
+    def make_store(self) -> EventStore:
+        return SQLEventStore(sqlite_url(self.tmp_path / "events.db"))
+
+    def test_wal_mode_and_reopen(self):
+        self.store.append("s1", sample(2), -1)
+        self.store.close()
+        reopened = SQLEventStore(sqlite_url(self.tmp_path / "events.db"))
+        assert reopened.version("s1") == 1
+        with reopened.engine.connect() as conn:
+            assert conn.exec_driver_sql("PRAGMA journal_mode").scalar() == "wal"
+        reopened.append("s1", sample(1), 1)
+        assert first_broken_link(reopened.read("s1")) is None
+        reopened.close()
+
+    def test_two_store_objects_on_one_file_conflict_cleanly(self):
+        other = SQLEventStore(sqlite_url(self.tmp_path / "events.db"))
+        self.store.append("s1", sample(1), -1)
+        other.append("s1", sample(1), 0)
+        with pytest.raises(ConcurrencyConflict):
+            self.store.append("s1", sample(1), 0)
+        assert [r.seq for r in self.store.read("s1")] == [0, 1]
+        other.close()
+
+
+@pytest.mark.postgres
+@pytest.mark.skipif(not POSTGRES_URL, reason="set COMPANYOS_TEST_POSTGRES_URL to run")
+class TestPostgresStore(SQLContract):
+    def make_store(self) -> EventStore:
+        assert POSTGRES_URL
+        store, self.schema = make_postgres_store(POSTGRES_URL)
+        return store
+
+    @pytest.fixture(autouse=True)
+    def _drop_schema(self, _store):
+        yield
+        assert POSTGRES_URL
+        drop_postgres_schema(POSTGRES_URL, self.schema)
+
+
+class TestSQLiteGroupCommitStore(SQLContract):
+    """The whole contract holds with group commit too (reads flush the open group)."""
+
+    def make_store(self) -> EventStore:
+        return SQLEventStore(sqlite_url(self.tmp_path / "events.db"), group_commit=8)
+
+    def tamper(self, stream: str, seq: int, payload: dict) -> None:
+        assert isinstance(self.store, SQLEventStore)
+        self.store.flush()
+        super().tamper(stream, seq, payload)
