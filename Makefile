@@ -24,14 +24,15 @@ install: $(STAMP) ## create .venv and install companyos with its dev extras
 test: $(STAMP) ## run the test suite (PostgreSQL tests too when COMPANYOS_TEST_POSTGRES_URL is set)
 	$(PY) -m pytest -q
 
-serve: $(STAMP) ## until the server lands: play a demo episode into the SQLite store
-	$(VENV)/bin/companyos demo --store $(STORE)
+serve: $(STAMP) ## run the OpenEnv server on 127.0.0.1:8000 (SQLite store under ./data/)
+	$(VENV)/bin/companyos serve --store $(STORE)
 
 demo: $(STAMP) ## play one oracle episode and print its timeline
 	$(VENV)/bin/companyos demo --store $(STORE)
 
 bench: $(STAMP) ## throughput benchmarks (ratios against a no-op OpenEnv env in the same run)
 	$(PY) bench/step_throughput.py
+	$(PY) bench/serve_throughput.py
 
 lint: $(STAMP) ## ruff
 	$(VENV)/bin/ruff check .

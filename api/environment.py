@@ -8,6 +8,10 @@
 Bad input never raises from `step`: it becomes an `InvalidAction` event with a message and a
 penalty. Stepping with no episode is logged to the session's own stream. `reset` raises
 `ResetError` (a ValueError) with a message that says what to send instead.
+
+An action may name a stored episode (`episode_id`): that is how stateless HTTP continues an
+episode. With an `EpisodeCache` (the server passes one) the folded episode is reused while the
+store says it is current.
 """
 
 from __future__ import annotations
@@ -17,22 +21,30 @@ import secrets
 import uuid
 from typing import Any
 
-from companyos.domain import DEFAULT_LIMITS, ORIGINAL_DIFFICULTY, Limits
+from openenv.core.env_server.interfaces import Environment
+from openenv.core.env_server.mcp_types import (
+    CallToolAction,
+    CallToolObservation,
+    ListToolsAction,
+    ListToolsObservation,
+)
+from openenv.core.env_server.types import EnvironmentMetadata, Observation
+
+from companyos.domain import BY_NAME, DEFAULT_LIMITS, ORIGINAL_DIFFICULTY, Limits
 from companyos.domain.limits import clean_params, clip_name
 from companyos.events import ConcurrencyConflict, EventStore, InMemoryEventStore
 from companyos.events.types import InvalidAction, ToolCalled
 from companyos.projections import progress, render_result, render_world, tool_manifest
-from openenv.core.env_server.interfaces import Environment
-from openenv.core.env_server.types import EnvironmentMetadata
 
-from .episode import (
-    Episode,
-    EpisodeNotFound,
-    ResetError,
-    check_difficulty,
-    check_seed,
+from .cache import EpisodeCache
+from .episode import Episode, EpisodeNotFound, ResetError, check_difficulty, check_seed
+from .models import (
+    CompanyOSAction,
+    CompanyOSObservation,
+    CompanyOSState,
+    observation_from,
+    unwrap,
 )
-from .models import CompanyOSAction, CompanyOSObservation, CompanyOSState, observation_from
 
 RESET_OPTIONS = (
     "seed",
@@ -57,6 +69,7 @@ class CompanyOSEnvironment(Environment[CompanyOSAction, CompanyOSObservation, Co
         difficulty: int = ORIGINAL_DIFFICULTY,
         reward_profile: str = "default",
         limits: Limits = DEFAULT_LIMITS,
+        cache: EpisodeCache | None = None,
     ) -> None:
         super().__init__()
         self._owns_store = store is None
@@ -64,9 +77,11 @@ class CompanyOSEnvironment(Environment[CompanyOSAction, CompanyOSObservation, Co
         self.default_difficulty = check_difficulty(difficulty)
         self.default_profile = reward_profile
         self.limits = limits
+        self.cache = cache
         self._episode: Episode | None = None
         self._session = f"session-{uuid.uuid4().hex}"
         self._session_version = -1
+        self._mcp_server: Any = None
 
     # ------------------------------------------------------------------ OpenEnv API
 
@@ -108,19 +123,60 @@ class CompanyOSEnvironment(Environment[CompanyOSAction, CompanyOSObservation, Co
                 max_steps=max_steps,
                 limits=self.limits,
             )
-            message = f"New episode {new_id}: {episode.world.info.scenario} (seed {seed})."  # type: ignore[union-attr]
+            assert episode.world.info is not None
+            message = f"New episode {new_id}: {episode.world.info.scenario} (seed {seed})."
             # Starting over gives up the episode this session was playing.
             self._abandon_current()
         self._episode = episode
+        if self.cache is not None:
+            self.cache.put(episode)
         return self._observation(episode, message=message, tools=True)
 
-    def step(
+    def step(self, action: Any, timeout_s: float | None = None, **kwargs: Any) -> Observation:
+        action = unwrap(action)
+        if isinstance(action, ListToolsAction):
+            from .mcp import openenv_tools
+
+            return ListToolsObservation(tools=openenv_tools())
+        if isinstance(action, CallToolAction):
+            obs = self.call_tool(action.tool_name, action.arguments)
+            from .mcp import tool_result
+
+            return CallToolObservation(
+                tool_name=action.tool_name,
+                result=tool_result(obs),
+                done=obs.done,
+                reward=obs.reward,
+            )
+        app, method, params, episode_id, expected_step = _unpack(action)
+        return self.act(app, method, params, episode_id, expected_step)
+
+    async def step_async(
+        self, action: Any, timeout_s: float | None = None, **kwargs: Any
+    ) -> Observation:
+        return self.step(action, timeout_s=timeout_s, **kwargs)
+
+    def call_tool(self, name: str, arguments: dict[str, Any]) -> CompanyOSObservation:
+        """Run a tool by its flat MCP name (``ticketdesk_get_ticket``); ``arguments`` may carry
+        ``episode_id``."""
+        args = dict(arguments) if isinstance(arguments, dict) else {"_": arguments}
+        episode_id = args.pop("episode_id", None)
+        spec = BY_NAME.get(name)
+        if spec is not None:
+            app, method = spec.app, spec.method
+        else:  # unknown: let the decider explain, with the app the name suggests
+            app, _, method = str(name).partition("_")
+        return self.act(app, method, args, episode_id if isinstance(episode_id, str) else None)
+
+    def act(
         self,
-        action: CompanyOSAction | dict[str, Any],
-        timeout_s: float | None = None,
-        **kwargs: Any,
+        app: Any,
+        method: Any,
+        params: Any,
+        episode_id: str | None = None,
+        expected_step: int | None = None,
     ) -> CompanyOSObservation:
-        app, method, params, episode_id = _unpack(action)
+        """One tool call in this session's episode, or in the stored episode ``episode_id``."""
         try:
             episode = self._resolve(episode_id)
         except EpisodeNotFound as exc:
@@ -133,54 +189,55 @@ class CompanyOSEnvironment(Environment[CompanyOSAction, CompanyOSObservation, Co
             )
         if episode is None:
             return self._orphan(
-                app, method, params, "no_episode", "No episode is running: call reset() first."
+                app,
+                method,
+                params,
+                "no_episode",
+                "No episode is running: call reset() first (over plain HTTP, "
+                "pass the episode_id that /reset returned with every step).",
             )
-        if episode.world.ended:
+        # A call that names its episode acts on the episode as it is in the store: if our copy
+        # was stale (another process stepped it), the append refuses and we decide again on the
+        # fresh one. A session's own episode, or a call that states the step it expects, gets
+        # the conflict back instead: its caller decided on what it last saw.
+        retries = 1 if episode_id is not None and expected_step is None else 0
+        while True:
+            snapshot = episode.snapshot
+            if snapshot.world.ended:
+                return self._observation(
+                    episode,
+                    message=f"Episode {episode.id} has ended ({snapshot.world.outcome}); "
+                    "nothing was done. Call reset() to start a new one, or fork this one.",
+                    error="episode_ended",
+                    reward=0.0,
+                )
+            if expected_step is not None and expected_step != snapshot.world.step:
+                return self._observation(
+                    episode,
+                    message=f"Not applied: episode {episode.id} is at step "
+                    f"{snapshot.world.step}, not {expected_step}. Look at the current state "
+                    "and decide again.",
+                    error="conflict",
+                    reward=0.0,
+                )
+            try:
+                result = episode.step(app, method, params)
+            except ConcurrencyConflict as exc:
+                episode = self._reload(episode)
+                if retries:
+                    retries -= 1
+                    continue
+                return self._observation(
+                    episode, message=f"Not applied: {exc}.", error="conflict", reward=0.0
+                )
+            shown, message, error = render_result(episode.world, result.caused)
             return self._observation(
-                episode,
-                message=f"Episode {episode.id} has ended ({episode.world.outcome}); nothing was "
-                "done. Call reset() to start a new one, or fork this one.",
-                error="episode_ended",
-                reward=0.0,
+                episode, result=shown, message=message, error=error, reward=result.reward
             )
-        try:
-            result = episode.step(app, method, params)
-        except ConcurrencyConflict as exc:
-            fresh = Episode.load(self.store, episode.id, self.limits)
-            if self._episode is episode:
-                self._episode = fresh
-            return self._observation(
-                fresh, message=f"Not applied: {exc}.", error="conflict", reward=0.0
-            )
-        shown, message, error = render_result(episode.world, result.caused)
-        return self._observation(
-            episode, result=shown, message=message, error=error, reward=result.reward
-        )
 
     @property
     def state(self) -> CompanyOSState:
-        ep = self._episode
-        if ep is None:
-            return CompanyOSState(episode_id=None, step_count=0)
-        w = ep.world
-        info = w.info
-        assert info is not None
-        return CompanyOSState(
-            episode_id=ep.id,
-            step_count=w.step,
-            seed=info.seed,
-            task_id=info.scenario,
-            difficulty=info.difficulty,
-            max_steps=info.max_steps,
-            done=w.ended,
-            outcome=w.outcome,
-            cumulative_return=ep.score.total,
-            stream_version=ep.version,
-            progress=progress(ep.graph, ep.score.achieved),
-            forked_from=info.forked_from[0] if info.forked_from else None,
-            fork_step=info.forked_from[1] if info.forked_from else None,
-            world=render_world(w),
-        )
+        return state_of(self._episode)
 
     def get_metadata(self) -> EnvironmentMetadata:
         return EnvironmentMetadata(
@@ -188,7 +245,18 @@ class CompanyOSEnvironment(Environment[CompanyOSAction, CompanyOSObservation, Co
             description="Multi-step enterprise workflows across TicketDesk, DataHub and "
             "ApprovalFlow with chaos, served from an event-sourced, replayable log.",
             version="0.1.0",
+            documentation_url="https://github.com/companyos/companyos#readme",
         )
+
+    @property
+    def mcp_server(self) -> Any:
+        """This environment's tools as an MCP server (built on first use: OpenEnv's `/mcp`
+        route asks for it; plain steps never do)."""
+        if self._mcp_server is None:
+            from .mcp import server_for
+
+            self._mcp_server = server_for(self)
+        return self._mcp_server
 
     def close(self) -> None:
         if self._owns_store:
@@ -204,8 +272,21 @@ class CompanyOSEnvironment(Environment[CompanyOSAction, CompanyOSObservation, Co
         current = self._episode
         if episode_id is None or (current is not None and current.id == episode_id):
             return current
-        self._episode = Episode.load(self.store, episode_id, self.limits)
+        if self.cache is not None:
+            self._episode = self.cache.get(episode_id, check=False)
+        else:
+            self._episode = Episode.load(self.store, episode_id, self.limits)
         return self._episode
+
+    def _reload(self, stale: Episode) -> Episode:
+        fresh = (
+            self.cache.reload(stale.id)
+            if self.cache is not None
+            else Episode.load(self.store, stale.id, self.limits)
+        )
+        if self._episode is stale:
+            self._episode = fresh
+        return fresh
 
     def _abandon_current(self) -> None:
         ep = self._episode
@@ -249,51 +330,77 @@ class CompanyOSEnvironment(Environment[CompanyOSAction, CompanyOSObservation, Co
         reward: float | None = None,
         tools: bool = False,
     ) -> CompanyOSObservation:
-        w = ep.world
+        w, score, _ = ep.snapshot
         info = w.info
         assert info is not None and w.task is not None
         return observation_from(
-            dict(
-                done=w.ended,
-                reward=reward,
-                metadata={},
-                episode_id=ep.id,
-                seed=info.seed,
-                task_id=info.scenario,
-                difficulty=info.difficulty,
-                task=w.task.text,
-                step=w.step,
-                max_steps=info.max_steps,
-                steps_remaining=w.steps_remaining,
-                progress=progress(ep.graph, ep.score.achieved),
-                last_result=result,
-                message=message,
-                error=error,
-                cumulative_return=ep.score.total,
-                outcome=w.outcome,
-                shortcut_attempts=ep.score.shortcut_attempts,
-                tools=_MANIFEST if tools else [],
-            )
+            {
+                "done": w.ended,
+                "reward": reward,
+                "metadata": {},
+                "episode_id": ep.id,
+                "seed": info.seed,
+                "task_id": info.scenario,
+                "difficulty": info.difficulty,
+                "task": w.task.text,
+                "step": w.step,
+                "max_steps": info.max_steps,
+                "steps_remaining": w.steps_remaining,
+                "progress": progress(ep.graph, score.achieved),
+                "last_result": result,
+                "message": message,
+                "error": error,
+                "cumulative_return": score.total,
+                "outcome": w.outcome,
+                "shortcut_attempts": score.shortcut_attempts,
+                "tools": _MANIFEST if tools else [],
+            }
         )
 
 
-def _unpack(action: Any) -> tuple[Any, Any, Any, str | None]:
+def state_of(ep: Episode | None) -> CompanyOSState:
+    if ep is None:
+        return CompanyOSState(episode_id=None, step_count=0)
+    w, score, version = ep.snapshot
+    info = w.info
+    assert info is not None
+    return CompanyOSState(
+        episode_id=ep.id,
+        step_count=w.step,
+        seed=info.seed,
+        task_id=info.scenario,
+        difficulty=info.difficulty,
+        max_steps=info.max_steps,
+        done=w.ended,
+        outcome=w.outcome,
+        cumulative_return=score.total,
+        stream_version=version,
+        progress=progress(ep.graph, score.achieved),
+        forked_from=info.forked_from[0] if info.forked_from else None,
+        fork_step=info.forked_from[1] if info.forked_from else None,
+        world=render_world(w),
+    )
+
+
+def _unpack(action: Any) -> tuple[Any, Any, Any, str | None, int | None]:
     if isinstance(action, CompanyOSAction):
-        return action.app, action.method, action.params, action.episode_id
+        return action.app, action.method, action.params, action.episode_id, action.expected_step
     if isinstance(action, dict):
-        eid = action.get("episode_id")
+        eid, expected = action.get("episode_id"), action.get("expected_step")
         return (
             action.get("app"),
             action.get("method"),
             action.get("params"),
-            (eid if isinstance(eid, str) else None),
+            eid if isinstance(eid, str) else None,
+            expected if isinstance(expected, int) and not isinstance(expected, bool) else None,
         )
     return (
         getattr(action, "app", None),
         getattr(action, "method", None),
         getattr(action, "params", None),
         None,
+        None,
     )
 
 
-__all__ = ["CompanyOSEnvironment", "ResetError"]
+__all__ = ["CompanyOSEnvironment", "ResetError", "state_of"]

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, NamedTuple
 
 from companyos.domain import (
     DEFAULT_LIMITS,
@@ -84,6 +84,16 @@ def check_episode_id(episode_id: Any) -> str:
     return episode_id
 
 
+class Snapshot(NamedTuple):
+    """The episode as of one stream version: replaced whole, never edited, so a step decided
+    on one snapshot is appended with that snapshot's version even if another thread has
+    moved the episode on meanwhile (and then fails with a conflict, as it should)."""
+
+    world: World
+    score: ScoreState
+    version: int
+
+
 class Episode:
     def __init__(
         self,
@@ -99,14 +109,23 @@ class Episode:
         assert world.info is not None
         self.store = store
         self.id = episode_id
-        self.world = world
-        self.version = version
         self.graph = graph
         self.profile = profile
-        self.score = score
         self.limits = limits
         self.rng = KeyedRNG(world.info.seed)
-        self.last_reward: float | None = None
+        self.snapshot = Snapshot(world, score, version)
+
+    @property
+    def world(self) -> World:
+        return self.snapshot.world
+
+    @property
+    def score(self) -> ScoreState:
+        return self.snapshot.score
+
+    @property
+    def version(self) -> int:
+        return self.snapshot.version
 
     # ------------------------------------------------------------------ construction
 
@@ -223,10 +242,14 @@ class Episode:
     # ------------------------------------------------------------------ play
 
     def step(self, app: Any, method: Any, params: Any) -> StepResult:
-        seq = self.version + 1
-        caused = decide_step(self.world, app, method, params, seq, self.rng, self.limits)
-        world = fold(caused, self.world)
-        score, s = score_step(self.score, world, caused, self.graph, self.profile, self.world)
+        """Decide, score and append one call. Raises `ConcurrencyConflict` (and changes
+        nothing) if the stream moved on since the snapshot the step was decided on."""
+        before = self.snapshot
+        caused = decide_step(
+            before.world, app, method, params, before.version + 1, self.rng, self.limits
+        )
+        world = fold(caused, before.world)
+        score, s = score_step(before.score, world, caused, self.graph, self.profile, before.world)
         tail: list[Event] = [
             StepScored(
                 step=world.step,
@@ -240,17 +263,18 @@ class Episode:
         if s.outcome is not None:
             tail.append(EpisodeEnded(outcome=s.outcome, step=world.step))  # type: ignore[arg-type]
             world = world._replace(outcome=s.outcome)
-        recorded = self.store.append(self.id, [*caused, *tail], self.version)
-        self.world, self.score, self.version = world, score, recorded[-1].seq
-        self.last_reward = s.reward
+        recorded = self.store.append(self.id, [*caused, *tail], before.version)
+        self.snapshot = Snapshot(world, score, recorded[-1].seq)
         return StepResult(recorded, caused, s.reward, s.outcome)
 
     def abandon(self) -> None:
         """Close a live episode that its player left (a new reset in the same session)."""
-        if self.world.ended:
+        before = self.snapshot
+        if before.world.ended:
             return
         recorded = self.store.append(
-            self.id, [EpisodeEnded(outcome="abandoned", step=self.world.step)], self.version
+            self.id, [EpisodeEnded(outcome="abandoned", step=before.world.step)], before.version
         )
-        self.version = recorded[-1].seq
-        self.world = self.world._replace(outcome="abandoned")
+        self.snapshot = before._replace(
+            world=before.world._replace(outcome="abandoned"), version=recorded[-1].seq
+        )

@@ -7,8 +7,9 @@ from __future__ import annotations
 
 from typing import Any
 
+from openenv.core.env_server.mcp_types import CallToolAction, ListToolsAction
 from openenv.core.env_server.types import Action, Observation, State
-from pydantic import Field
+from pydantic import Field, RootModel
 
 
 class CompanyOSAction(Action):
@@ -23,6 +24,11 @@ class CompanyOSAction(Action):
     episode_id: str | None = Field(
         default=None,
         description="Continue this stored episode (stateful HTTP); default: the session's own.",
+    )
+    expected_step: int | None = Field(
+        default=None,
+        description="Apply only if the episode is at this step, else answer with a conflict "
+        "(optimistic concurrency for clients that share an episode).",
     )
 
 
@@ -73,3 +79,13 @@ def observation_from(values: dict[str, Any]) -> CompanyOSObservation:
     object.__setattr__(obs, "__pydantic_extra__", None)
     object.__setattr__(obs, "__pydantic_private__", None)
     return obs
+
+
+class CompanyOSWireAction(RootModel[CompanyOSAction | CallToolAction | ListToolsAction]):
+    """What `/step` and `/ws` accept: a CompanyOS call, or OpenEnv's MCP actions
+    (``{"type": "call_tool", "tool_name": "ticketdesk_get_ticket", "arguments": {...}}`` and
+    ``{"type": "list_tools"}``) so that `MCPToolClient` plays over the same session."""
+
+
+def unwrap(action: object) -> object:
+    return action.root if isinstance(action, CompanyOSWireAction) else action

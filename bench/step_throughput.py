@@ -20,16 +20,17 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from companyos.agents import RandomAgent
-from companyos.api import CompanyOSAction, CompanyOSEnvironment
-from companyos.domain import plan
-from companyos.events import InMemoryEventStore
-from companyos.events.sql import SQLEventStore, sqlite_url
 from openenv.core.env_server.interfaces import Environment
 from openenv.core.env_server.types import Action, Observation, State
 from rich.console import Console
 from rich.progress import Progress
 from rich.table import Table
+
+from companyos.agents import RandomAgent
+from companyos.api import CompanyOSAction, CompanyOSEnvironment
+from companyos.domain import plan
+from companyos.events import InMemoryEventStore
+from companyos.events.sql import SQLEventStore, sqlite_url
 
 
 class NoopAction(Action):

@@ -12,6 +12,8 @@ DEFAULT_STORE = "sqlite:///data/companyos.db"
 
 EPILOG = """\
 examples:
+  companyos serve                                 the OpenEnv server on 127.0.0.1:8000
+  companyos serve --store postgresql+psycopg://user@host/db --port 8001
   companyos demo                                  play one oracle episode, print its timeline
   companyos demo --agent random --difficulty 3    the random baseline at the hardest level
   companyos episodes --store sqlite:///data/companyos.db
@@ -25,6 +27,30 @@ def _store(url: str) -> Any:
     from companyos.events import open_store
 
     return open_store(url)
+
+
+def cmd_serve(args: argparse.Namespace) -> int:
+    from companyos.api.server import serve
+    from companyos.api.settings import Settings
+
+    settings = Settings(
+        host=args.host,
+        port=args.port,
+        store=args.store,
+        difficulty=args.difficulty,
+        reward_profile=args.reward_profile,
+        max_sessions=args.max_sessions,
+        session_timeout=args.session_timeout if args.session_timeout > 0 else None,
+        max_body_bytes=args.max_body_bytes,
+        log_level=args.log_level,
+    )
+    print(
+        f"CompanyOS on http://{settings.host}:{settings.port} (store {settings.store}); "
+        f"docs at /docs, episodes at /episodes",
+        flush=True,
+    )
+    serve(settings)
+    return 0
 
 
 def cmd_demo(args: argparse.Namespace) -> int:
@@ -150,6 +176,62 @@ def build_parser() -> argparse.ArgumentParser:
             help=f"event store URL: memory://, sqlite:///path.db or "
             f"postgresql+psycopg://user@host/db (default {DEFAULT_STORE})",
         )
+
+    from companyos.api.settings import Settings
+
+    env_defaults = Settings.from_env()
+    srv = sub.add_parser(
+        "serve",
+        help="run the OpenEnv server (HTTP, WebSocket, MCP, episode API)",
+        description="Run the OpenEnv server. Flags default to COMPANYOS_* environment variables "
+        "(COMPANYOS_HOST, _PORT, _STORE, _DIFFICULTY, _MAX_SESSIONS, _SESSION_TIMEOUT, "
+        "_MAX_BODY_BYTES, _LOG_LEVEL).",
+    )
+    srv.add_argument("--host", default=env_defaults.host, help="default 127.0.0.1")
+    srv.add_argument("--port", type=int, default=env_defaults.port, help="default 8000")
+    srv.add_argument(
+        "--store",
+        default=env_defaults.store,
+        help=f"event store URL (default {env_defaults.store}); several servers may "
+        "share one SQLite file or PostgreSQL database",
+    )
+    srv.add_argument(
+        "--difficulty",
+        type=int,
+        choices=(0, 1, 2, 3),
+        default=env_defaults.difficulty,
+        help="default chaos level for resets that do not say (default 2)",
+    )
+    srv.add_argument(
+        "--reward-profile",
+        default=env_defaults.reward_profile,
+        help="default reward profile: default | original",
+    )
+    srv.add_argument(
+        "--max-sessions",
+        type=int,
+        default=env_defaults.max_sessions,
+        help="concurrent WebSocket/MCP sessions (default 64)",
+    )
+    srv.add_argument(
+        "--session-timeout",
+        type=float,
+        default=env_defaults.session_timeout or 0,
+        help="close sessions idle this many seconds; 0: never (default 600)",
+    )
+    srv.add_argument(
+        "--max-body-bytes",
+        type=int,
+        default=env_defaults.max_body_bytes,
+        help="larger HTTP bodies get 413 and larger WebSocket frames close the "
+        "socket (default 1 MiB)",
+    )
+    srv.add_argument(
+        "--log-level",
+        default=env_defaults.log_level,
+        choices=("critical", "error", "warning", "info", "debug"),
+    )
+    srv.set_defaults(run=cmd_serve)
 
     demo = sub.add_parser(
         "demo",

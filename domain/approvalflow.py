@@ -12,6 +12,8 @@ from __future__ import annotations
 
 from typing import Any
 
+from pydantic import Field
+
 from companyos.events.types import (
     ApprovalDecided,
     ApprovalEscalated,
@@ -23,7 +25,6 @@ from companyos.events.types import (
     ChaosInjected,
     Event,
 )
-from pydantic import Field
 
 from .model import (
     ROLE_TITLES,

@@ -10,6 +10,8 @@ from __future__ import annotations
 
 from typing import Any
 
+from pydantic import Field
+
 from companyos.events.types import (
     ApproverLookedUp,
     ApproverRegistered,
@@ -20,7 +22,6 @@ from companyos.events.types import (
     MetricRefreshed,
     MetricsListed,
 )
-from pydantic import Field
 
 from .model import ROLE_TITLES, Metric, Person, World, effective_approver, normalize_role
 from .tooling import Ctx, Params, Registry, reject

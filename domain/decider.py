@@ -11,8 +11,9 @@ from __future__ import annotations
 import difflib
 from typing import Any
 
-from companyos.events.types import Event, InvalidAction, ToolCalled
 from pydantic import ValidationError
+
+from companyos.events.types import Event, InvalidAction, ToolCalled
 
 from .catalogue import APPS, TOOLS, lookup, methods
 from .chaos import profile, roll_fault

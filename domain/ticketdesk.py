@@ -8,6 +8,8 @@ from __future__ import annotations
 
 from typing import Any
 
+from pydantic import Field
+
 from companyos.events.types import (
     ChaosInjected,
     Event,
@@ -18,7 +20,6 @@ from companyos.events.types import (
     TicketUpdated,
     TicketViewed,
 )
-from pydantic import Field
 
 from .model import PRIORITIES, STATUSES, TICKET_FIELDS, Ticket, World, normalize_ticket_id
 from .tooling import Ctx, Params, Registry, reject

@@ -6,8 +6,9 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, NamedTuple
 
-from companyos.events.types import ActionRejected, Event
 from pydantic import BaseModel, ConfigDict
+
+from companyos.events.types import ActionRejected, Event
 
 from .chaos import ChaosProfile
 from .model import World

@@ -10,6 +10,7 @@ serialised, so global positions become visible in commit order and a reader tail
 
 from __future__ import annotations
 
+import contextlib
 import threading
 import time
 from collections.abc import Sequence
@@ -33,7 +34,7 @@ from sqlalchemy import (
     select,
     update,
 )
-from sqlalchemy.engine import Connection, Dialect, Engine
+from sqlalchemy.engine import Dialect, Engine
 from sqlalchemy.exc import IntegrityError, OperationalError
 from sqlmodel import Field, SQLModel
 
@@ -63,7 +64,9 @@ class EventRow(SQLModel, table=True):
     )
     episode_id: str = Field(sa_column=Column(String(128), nullable=False))
     seq: int = Field(sa_column=Column(Integer, nullable=False))
-    event_id: str = Field(sa_column=Column(String(200), nullable=False, unique=True))
+    # Unique because it is "{episode_id}:{seq}" and (episode_id, seq) is unique: no index of
+    # its own (one fewer B-tree page written per commit).
+    event_id: str = Field(sa_column=Column(String(200), nullable=False))
     type: str = Field(sa_column=Column(String(64), nullable=False))
     schema_version: int = Field(sa_column=Column(Integer, nullable=False))
     payload: str = Field(sa_column=Column(Text, nullable=False))
@@ -228,7 +231,8 @@ class SQLEventStore(EventStore):
         self.group_commit = max(1, int(group_commit))
         self.group_delay = group_delay
         self._wlock = threading.RLock()
-        self._held: tuple[Connection, Any] | None = None
+        self._conn: Any = None
+        self._open = False
         self._pending = 0
         self._since = 0.0
         self._closed = threading.Event()
@@ -268,16 +272,11 @@ class SQLEventStore(EventStore):
 
         @event.listens_for(engine, "connect")
         def _connect(dbapi_conn: Any, _record: Any) -> None:
-            # Autocommit at the driver so that SQLAlchemy's begin() below issues the BEGIN.
+            # Autocommit at the driver: the writer issues BEGIN IMMEDIATE / COMMIT itself.
             dbapi_conn.isolation_level = None
             dbapi_conn.execute("PRAGMA journal_mode=WAL")
             dbapi_conn.execute(f"PRAGMA synchronous={synchronous}")
             dbapi_conn.execute("PRAGMA busy_timeout=30000")
-
-        @event.listens_for(engine, "begin")
-        def _begin(conn: Connection) -> None:
-            immediate = conn.get_execution_options().get("immediate", False)
-            conn.exec_driver_sql("BEGIN IMMEDIATE" if immediate else "BEGIN")
 
         return engine
 
@@ -286,58 +285,90 @@ class SQLEventStore(EventStore):
         return self._engine
 
     # ------------------------------------------------------------------ writes
+    #
+    # Appends go through one dedicated DBAPI connection (the writer), under a lock: SQLite and
+    # the PostgreSQL advisory lock serialise appends anyway, and SQLAlchemy's per-transaction
+    # work (pool checkout, events, statement wrappers) cost more than SQLite's own commit.
+    # Reads use the engine's pool and never wait for the writer.
+
+    def _writer(self) -> Any:
+        if self._conn is None:
+            self._conn = self._engine.raw_connection()
+        return self._conn
+
+    def _drop_writer(self) -> None:
+        conn, self._conn = self._conn, None
+        if conn is not None:
+            with contextlib.suppress(Exception):
+                conn.invalidate()
+
+    def _begin(self, cur: Any) -> None:
+        if self.dialect == "sqlite":
+            cur.execute("BEGIN IMMEDIATE")  # take the write lock before reading the head
+        # psycopg opens a transaction at the first statement by itself.
+
+    def _end(self, conn: Any, cur: Any, commit: bool) -> None:
+        if self.dialect == "sqlite":  # the driver is in autocommit mode: say it in SQL
+            cur.execute("COMMIT" if commit else "ROLLBACK")
+        elif commit:
+            conn.commit()
+        else:
+            conn.rollback()
 
     def append(
         self, stream: str, events: Sequence[Event], expected_version: int
     ) -> list[RecordedEvent]:
-        try:
-            if self.group_commit > 1:
-                return self._append_grouped(stream, events, expected_version)
-            with self._engine.connect().execution_options(immediate=True) as conn, conn.begin():
-                return self._append(conn, stream, events, expected_version)
-        except self._conflict_errors as exc:
-            # Only reachable when two writers create the same stream at once without the lock
-            # (e.g. another tool writing to the tables): still a conflict, never a torn write.
-            raise ConcurrencyConflict(stream, expected_version, self.version(stream)) from exc
-        except self._unavailable_errors as exc:
-            raise StoreError(f"store unavailable: {exc}") from exc
+        with self._wlock:
+            try:
+                if self.group_commit > 1:
+                    return self._append_grouped(stream, events, expected_version)
+                conn = self._writer()
+                cur = conn.cursor()
+                self._begin(cur)
+                try:
+                    out = self._append(cur, stream, events, expected_version)
+                except BaseException:
+                    self._end(conn, cur, commit=False)
+                    raise
+                self._end(conn, cur, commit=True)
+                return out
+            except self._conflict_errors as exc:
+                # Only reachable when another program writes to the tables without the lock:
+                # still a conflict, never a torn write.
+                raise ConcurrencyConflict(stream, expected_version, self.version(stream)) from exc
+            except self._unavailable_errors as exc:
+                self._drop_writer()
+                raise StoreError(f"store unavailable: {exc}") from exc
 
     def _append_grouped(
         self, stream: str, events: Sequence[Event], expected_version: int
     ) -> list[RecordedEvent]:
-        with self._wlock:
-            if self._held is None:
-                conn = self._engine.connect().execution_options(immediate=True)
-                self._held = (conn, conn.begin())
-                self._since = time.monotonic()
-                self._start_flusher()
-            conn = self._held[0]
-            cur = conn.connection.dbapi_connection.cursor()  # type: ignore[union-attr]
-            cur.execute("SAVEPOINT append")
-            try:
-                out = self._append(conn, stream, events, expected_version)
-            except BaseException:
-                cur.execute("ROLLBACK TO append")
-                cur.execute("RELEASE append")
-                raise
+        cur = self._writer().cursor()
+        if not self._open:
+            self._begin(cur)
+            self._open, self._since = True, time.monotonic()
+            self._start_flusher()
+        cur.execute("SAVEPOINT append")
+        try:
+            out = self._append(cur, stream, events, expected_version)
+        except BaseException:
+            cur.execute("ROLLBACK TO append")
             cur.execute("RELEASE append")
-            self._pending += 1
-            if self._pending >= self.group_commit:
-                self._commit_group()
-            return out
+            raise
+        cur.execute("RELEASE append")
+        self._pending += 1
+        if self._pending >= self.group_commit:
+            self._commit_group()
+        return out
 
     def _commit_group(self) -> None:
-        if self._held is not None:
-            conn, tx = self._held
-            self._held, self._pending = None, 0
-            try:
-                tx.commit()
-            finally:
-                conn.close()
+        if self._open:
+            self._open, self._pending = False, 0
+            self._writer().cursor().execute("COMMIT")
 
     def flush(self) -> None:
         """Commit the open group now (a no-op unless ``group_commit`` > 1)."""
-        if self._held is not None:
+        if self._open:
             with self._wlock:
                 self._commit_group()
 
@@ -347,19 +378,18 @@ class SQLEventStore(EventStore):
 
         def run() -> None:
             while not self._closed.wait(self.group_delay / 2):
-                if self._held is not None and time.monotonic() - self._since >= self.group_delay:
+                if self._open and time.monotonic() - self._since >= self.group_delay:
                     with self._wlock:
-                        if self._held is not None:
+                        if self._open:
                             self._commit_group()
 
         self._flusher = threading.Thread(target=run, name="companyos-group-commit", daemon=True)
         self._flusher.start()
 
     def _append(
-        self, conn: Connection, stream: str, events: Sequence[Event], expected_version: int
+        self, cur: Any, stream: str, events: Sequence[Event], expected_version: int
     ) -> list[RecordedEvent]:
         q = self._sql
-        cur = conn.connection.dbapi_connection.cursor()  # type: ignore[union-attr]
         if self.dialect == "postgresql":
             q.lock.run(cur, k=_APPEND_LOCK_KEY)
         head = q.head.run(cur, stream_id=stream).fetchone()
@@ -477,4 +507,8 @@ class SQLEventStore(EventStore):
     def close(self) -> None:
         self._closed.set()
         self.flush()
+        with self._wlock:
+            if self._conn is not None:
+                self._conn.close()
+                self._conn = None
         self._engine.dispose()

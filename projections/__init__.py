@@ -16,12 +16,13 @@ from .reward import (
     initial_score,
     score_step,
 )
-from .summary import EpisodeSummary, summarize
+from .summary import EpisodeSummary, Headline, headline, summarize
 
 __all__ = [
     "PROFILES",
     "SUCCESS",
     "EpisodeSummary",
+    "Headline",
     "Milestone",
     "Replay",
     "RewardProfile",
@@ -32,6 +33,7 @@ __all__ = [
     "cached_rewards",
     "dominance_margin",
     "get_profile",
+    "headline",
     "initial_score",
     "milestones_for",
     "progress",

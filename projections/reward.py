@@ -13,9 +13,10 @@ from __future__ import annotations
 from collections.abc import Iterable, Sequence
 from typing import Any, NamedTuple
 
+from pydantic import BaseModel, ConfigDict
+
 from companyos.domain.model import World
 from companyos.events.types import Event
-from pydantic import BaseModel, ConfigDict
 
 from .milestones import SUCCESS, Milestone, achieved
 

@@ -7,9 +7,17 @@ from dataclasses import asdict, dataclass
 from typing import Any
 
 from companyos.events.store import RecordedEvent
-from companyos.events.types import ActionRejected, FaultInjected, InvalidAction
+from companyos.events.types import (
+    ActionRejected,
+    EpisodeEnded,
+    EpisodeStarted,
+    FaultInjected,
+    InvalidAction,
+    StepScored,
+)
 
 from .replay import replay
+from .reward import get_profile
 
 
 @dataclass(frozen=True, slots=True)
@@ -59,4 +67,57 @@ def summarize(records: Sequence[RecordedEvent]) -> EpisodeSummary:
         forked_from=info.forked_from[0] if info.forked_from else None,
         fork_step=info.forked_from[1] if info.forked_from else None,
         events=len(records),
+    )
+
+
+@dataclass(frozen=True, slots=True)
+class Headline:
+    """An episode's listing row, from its first event and its last two (no replay needed)."""
+
+    episode_id: str
+    scenario: str
+    seed: int
+    difficulty: int
+    max_steps: int
+    steps: int
+    outcome: str | None
+    total_return: float
+    forked_from: str | None
+    events: int
+    created_at: float
+    updated_at: float
+
+    def as_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+def headline(first: RecordedEvent, tail: Sequence[RecordedEvent]) -> Headline | None:
+    """None when the stream is not an episode (a session's orphan calls)."""
+    started = first.event
+    if not isinstance(started, EpisodeStarted):
+        return None
+    outcome, steps, total = None, 0, 0.0
+    abandon = 0.0
+    for r in tail:
+        e = r.event
+        if isinstance(e, StepScored):
+            steps, total = e.step, e.total
+        elif isinstance(e, EpisodeEnded):
+            outcome, steps = e.outcome, e.step
+            if e.outcome == "abandoned":
+                abandon = get_profile(started.reward_profile).abandon
+    last = tail[-1] if tail else first
+    return Headline(
+        episode_id=first.stream,
+        scenario=started.scenario,
+        seed=started.seed,
+        difficulty=started.difficulty,
+        max_steps=started.max_steps,
+        steps=steps,
+        outcome=outcome,
+        total_return=round(total + abandon, 6),
+        forked_from=started.forked_from.episode_id if started.forked_from else None,
+        events=last.seq + 1,
+        created_at=first.recorded_at,
+        updated_at=last.recorded_at,
     )

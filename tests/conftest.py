@@ -7,9 +7,10 @@ import uuid
 from collections.abc import Iterator
 
 import pytest
+from hypothesis import HealthCheck, settings
+
 from companyos.events import EventStore, InMemoryEventStore
 from companyos.events.sql import SQLEventStore, sqlite_url
-from hypothesis import HealthCheck, settings
 
 settings.register_profile(
     "default", deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]

@@ -5,10 +5,11 @@ from __future__ import annotations
 
 from typing import Any
 
+from hypothesis import strategies as st
+
 from companyos.agents.random_agent import METRIC_NAMES, NAMES, TEXTS, TICKET_IDS, TYPES
 from companyos.domain import TOOLS
 from companyos.domain.model import PRIORITIES, ROLE_TITLES, STATUSES, TICKET_FIELDS
-from hypothesis import strategies as st
 
 ORACLE = "oracle"
 """A marker: at this point take the oracle's next call (keeps sequences reaching approvals)."""

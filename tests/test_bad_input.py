@@ -6,6 +6,7 @@ from __future__ import annotations
 import math
 
 import pytest
+
 from companyos.api import CompanyOSAction, CompanyOSEnvironment
 from companyos.events.types import InvalidAction, ToolCalled
 

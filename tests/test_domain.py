@@ -6,6 +6,7 @@ from __future__ import annotations
 import statistics
 
 import pytest
+
 from companyos.api import CompanyOSEnvironment
 from companyos.domain import (
     DIFFICULTIES,

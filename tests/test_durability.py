@@ -9,6 +9,7 @@ import sys
 import textwrap
 
 import pytest
+
 from companyos.events import first_broken_link
 from companyos.events.sql import SQLEventStore, sqlite_url
 from companyos.events.types import StepScored, ToolCalled

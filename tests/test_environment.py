@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import pytest
+from openenv.core.env_server.interfaces import Environment
+
 from companyos.api import (
     CompanyOSAction,
     CompanyOSEnvironment,
@@ -13,7 +15,6 @@ from companyos.api import (
 from companyos.api.models import observation_from
 from companyos.domain import TOOLS
 from companyos.events.types import EpisodeEnded
-from openenv.core.env_server.interfaces import Environment
 
 
 def test_is_an_openenv_environment_with_concurrent_sessions():

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import orjson
 import pytest
+from sqlalchemy import insert
+
 from companyos.agents import in_process_oracle, play
 from companyos.api import CompanyOSEnvironment
 from companyos.api.verify import verify_episode
@@ -14,7 +16,6 @@ from companyos.events.sql import EVENTS, STREAMS, SQLEventStore, sqlite_url
 from companyos.events.types import EpisodeStarted, Event
 from companyos.events.upcasting import UnknownEventType
 from companyos.projections import replay
-from sqlalchemy import insert
 
 
 def all_events() -> list[Event]:

@@ -4,13 +4,14 @@ action sequences; and the cached rewards equal the reward projection recomputed 
 from __future__ import annotations
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
 from companyos.api import CompanyOSEnvironment
 from companyos.domain import fold, plan
 from companyos.events import EventStore, InMemoryEventStore
 from companyos.events.sql import SQLEventStore, sqlite_url
 from companyos.projections import cached_rewards, replay
-from hypothesis import given, settings
-from hypothesis import strategies as st
 
 from .strategies import ORACLE, action
 

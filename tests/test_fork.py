@@ -4,13 +4,14 @@ untouched, and replaying the original's later calls on the fork reproduces its e
 from __future__ import annotations
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
 from companyos.agents import RandomAgent
 from companyos.api import CompanyOSEnvironment, ResetError
 from companyos.domain import plan
 from companyos.events.types import EpisodeStarted, StepScored, ToolCalled
 from companyos.projections import replay
-from hypothesis import given, settings
-from hypothesis import strategies as st
 
 
 def play_mixed(env: CompanyOSEnvironment, seed: int, steps: int) -> str:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import pytest
+
 from companyos.agents import in_process_oracle, play
 from companyos.api import CompanyOSEnvironment
 from companyos.domain import SCENARIO_IDS

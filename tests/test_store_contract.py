@@ -10,6 +10,8 @@ import threading
 
 import orjson
 import pytest
+from sqlalchemy import text
+
 from companyos.events import (
     GENESIS,
     ConcurrencyConflict,
@@ -28,7 +30,6 @@ from companyos.events.types import (
     TicketViewed,
     ToolCalled,
 )
-from sqlalchemy import text
 
 from .conftest import POSTGRES_URL, drop_postgres_schema, make_postgres_store
 

@@ -1,0 +1,250 @@
+"""What the log makes possible, over HTTP: browse episodes, read their events, travel to any
+step, fork, verify; plus the original's `/manifest` and `/render`, and a `/state` that can name
+its episode (plain OpenEnv `/state` has nothing to show over stateless HTTP)."""
+
+from __future__ import annotations
+
+import threading
+import uuid
+from collections import OrderedDict
+from typing import Any, Literal
+
+from fastapi import APIRouter, HTTPException, Query, Request
+from pydantic import BaseModel, ConfigDict, Field
+
+from companyos.domain import APPS
+from companyos.events import EventStore
+from companyos.projections import (
+    Headline,
+    achieved,
+    headline,
+    progress,
+    render_world,
+    replay,
+    summarize,
+    tool_manifest,
+)
+
+from .cache import EpisodeCache
+from .environment import CompanyOSEnvironment, state_of
+from .episode import EPISODE_ID, EpisodeNotFound
+from .models import CompanyOSState
+from .verify import verify_episode
+
+Outcome = Literal["success", "timeout", "abandoned", "running"]
+SCAN_BUDGET = 2000
+"""Streams one listing request may look at; the `next` cursor continues the scan."""
+
+
+class ForkRequest(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+    at_step: int = Field(ge=0, description="Fork after this step (0: from the initial world).")
+    episode_id: str | None = Field(default=None, max_length=128, description="The fork's id.")
+
+
+class HeadlineCache:
+    """Listing rows by (episode, version): a row is recomputed only when its stream grew."""
+
+    def __init__(self, store: EventStore, capacity: int = 20_000) -> None:
+        self.store = store
+        self.capacity = capacity
+        self._rows: OrderedDict[str, tuple[int, Headline | None]] = OrderedDict()
+        self._lock = threading.Lock()
+
+    def get(self, stream: str, version: int) -> Headline | None:
+        with self._lock:
+            hit = self._rows.get(stream)
+        if hit is not None and hit[0] == version:
+            return hit[1]
+        first = self.store.read(stream, 0, 0)
+        row = headline(first[0], self.store.read(stream, max(1, version - 1))) if first else None
+        with self._lock:
+            self._rows[stream] = (version, row)
+            while len(self._rows) > self.capacity:
+                self._rows.popitem(last=False)
+        return row
+
+
+def _known(episode_id: str) -> str:
+    if not EPISODE_ID.match(episode_id):
+        raise HTTPException(404, f"no episode {episode_id!r}")
+    return episode_id
+
+
+def build_router(store: EventStore, cache: EpisodeCache, new_env: Any) -> APIRouter:
+    router = APIRouter()
+    rows = HeadlineCache(store)
+
+    def records_of(episode_id: str) -> list[Any]:
+        records = store.read(_known(episode_id))
+        if not records or records[0].type != "EpisodeStarted":
+            raise HTTPException(404, f"no episode {episode_id!r}: list them at GET /episodes")
+        return records
+
+    @router.get("/episodes", tags=["Episodes"], summary="List stored episodes")
+    def list_episodes(
+        limit: int = Query(50, ge=1, le=200, description="Rows per page."),
+        after: int = Query(0, ge=0, description="Cursor: the `next` of the previous page."),
+        outcome: Outcome | None = Query(None, description="Only this outcome."),
+        scenario: str | None = Query(None, max_length=64, description="Only this scenario."),
+        difficulty: int | None = Query(None, ge=0, le=3, description="Only this difficulty."),
+    ) -> dict[str, Any]:
+        found: list[dict[str, Any]] = []
+        cursor, scanned = after, 0
+        while len(found) < limit and scanned < SCAN_BUDGET:
+            page = store.streams(after_position=cursor, limit=200)
+            if not page:
+                cursor = None  # type: ignore[assignment]
+                break
+            for info in page:
+                scanned += 1
+                cursor = info.first_position
+                row = rows.get(info.stream_id, info.version)
+                if row is None:
+                    continue
+                if outcome is not None and (row.outcome or "running") != outcome:
+                    continue
+                if scenario is not None and row.scenario != scenario:
+                    continue
+                if difficulty is not None and row.difficulty != difficulty:
+                    continue
+                found.append(row.as_dict())
+                if len(found) >= limit:
+                    break
+        return {"episodes": found, "next": cursor, "scanned": scanned}
+
+    @router.get("/episodes/{episode_id}", tags=["Episodes"], summary="One episode's summary")
+    def get_episode(episode_id: str) -> dict[str, Any]:
+        records = records_of(episode_id)
+        r = replay(records)
+        out = summarize(records).as_dict()
+        assert r.setup.task is not None
+        out["task"] = r.setup.task.text
+        out["progress"] = progress(r.graph, r.score.achieved)
+        return out
+
+    @router.get(
+        "/episodes/{episode_id}/events", tags=["Episodes"], summary="An episode's events, in order"
+    )
+    def get_events(
+        episode_id: str,
+        from_seq: int = Query(0, ge=0),
+        limit: int = Query(500, ge=1, le=2000),
+    ) -> dict[str, Any]:
+        head = records_of(episode_id)[0]
+        records = store.read(head.stream, from_seq, from_seq + limit - 1)
+        events = [
+            {
+                "seq": r.seq,
+                "position": r.position,
+                "type": r.type,
+                "schema_version": r.schema_version,
+                "data": r.data,
+                "hash": r.hash,
+                "recorded_at": r.recorded_at,
+            }
+            for r in records
+        ]
+        version = store.version(head.stream)
+        nxt = records[-1].seq + 1 if records and records[-1].seq < version else None
+        return {"episode_id": head.stream, "events": events, "next_seq": nxt, "version": version}
+
+    @router.get(
+        "/episodes/{episode_id}/state",
+        tags=["Episodes"],
+        summary="The world at any step (time travel)",
+    )
+    def get_state_at(
+        episode_id: str,
+        step: int | None = Query(None, ge=0, description="Default: the latest step."),
+    ) -> dict[str, Any]:
+        r = replay(records_of(episode_id))
+        n = len(r.steps)
+        k = n if step is None else step
+        if k > n:
+            raise HTTPException(400, f"step must be from 0 to {n} (the steps of {episode_id})")
+        score = r.steps[k - 1].score if k else None
+        at = r.steps[k - 1] if k else None
+        return {
+            "episode_id": episode_id,
+            "step": k,
+            "steps": n,
+            "outcome": r.outcome if k == n else None,
+            "cumulative_return": score.total if score else 0.0,
+            "progress": progress(r.graph, score.achieved if score else achieved(r.setup, r.graph)),
+            "last_call": None
+            if at is None
+            else {"app": at.call.app, "method": at.call.method, "params": at.call.params},
+            "world": render_world(r.world_at(k)),
+        }
+
+    @router.post(
+        "/episodes/{episode_id}/fork",
+        tags=["Episodes"],
+        summary="Fork an episode after a step (same as reset(fork_from, at_step))",
+    )
+    def fork_episode(episode_id: str, body: ForkRequest) -> dict[str, Any]:
+        records_of(episode_id)
+        env: CompanyOSEnvironment = new_env()
+        obs = env.reset(
+            fork_from=episode_id,
+            at_step=body.at_step,
+            episode_id=body.episode_id or str(uuid.uuid4()),
+        )
+        return {
+            "episode_id": obs.episode_id,
+            "forked_from": episode_id,
+            "at_step": body.at_step,
+            "observation": obs.model_dump(exclude={"tools"}),
+        }
+
+    @router.post(
+        "/episodes/{episode_id}/verify",
+        tags=["Episodes"],
+        summary="Check the hash chain and re-simulate the episode",
+    )
+    def verify(episode_id: str) -> dict[str, Any]:
+        records_of(episode_id)
+        return verify_episode(store, episode_id).as_dict()
+
+    @router.get("/manifest", tags=["Environment Info"], summary="Tools, for prompting")
+    def manifest() -> dict[str, Any]:
+        return {
+            "apps": list(APPS),
+            "action": {
+                "app": "ticketdesk",
+                "method": "get_ticket",
+                "params": {"ticket_id": "TKT-1042"},
+                "episode_id": "(from /reset)",
+            },
+            "tools": tool_manifest(),
+        }
+
+    @router.get(
+        "/render",
+        tags=["State Management"],
+        summary="Snapshot of every app in an episode (as the original's /render)",
+    )
+    def render(episode_id: str = Query(..., max_length=128)) -> dict[str, Any]:
+        try:
+            episode = cache.get(_known(episode_id))
+        except EpisodeNotFound as exc:
+            raise HTTPException(404, str(exc)) from None
+        return render_world(episode.world)
+
+    @router.get(
+        "/state",
+        response_model=CompanyOSState,
+        tags=["State Management"],
+        summary="Current state of an episode",
+    )
+    def state(request: Request, episode_id: str | None = Query(None, max_length=128)) -> Any:
+        """OpenEnv's `/state`; over stateless HTTP name the episode with `?episode_id=`."""
+        if episode_id is None:
+            return CompanyOSState(episode_id=None, step_count=0)
+        try:
+            return state_of(cache.get(_known(episode_id)))
+        except EpisodeNotFound as exc:
+            raise HTTPException(404, str(exc)) from None
+
+    return router

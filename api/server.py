@@ -1,0 +1,212 @@
+"""The CompanyOS server: OpenEnv's `create_app` (`/ws`, `/reset`, `/step`, `/state`, `/schema`,
+`/health`, `/metadata`, `/mcp`) around `CompanyOSEnvironment`, plus the episode API, the
+original's `/manifest` and `/render`, a standard MCP server at `/mcp-server/`, request limits
+and error handling that answers every bad request with a 4xx and a message.
+
+Every environment the server builds (one per WebSocket session, one per stateless HTTP request)
+shares the process's store and episode cache, which is what makes plain HTTP stateful: a step
+that names its `episode_id` continues that episode from the log.
+"""
+
+from __future__ import annotations
+
+import functools
+import gc
+import json
+from collections.abc import AsyncIterator, Awaitable, Callable
+from contextlib import asynccontextmanager, suppress
+from typing import Any
+
+from fastapi import FastAPI, Request
+from fastapi.responses import JSONResponse
+from openenv.core.env_server.http_server import create_app
+from openenv.core.env_server.types import ConcurrencyConfig
+from starlette.websockets import WebSocketDisconnect
+from uvicorn.protocols.utils import ClientDisconnected
+
+from companyos.events import StoreError, open_store
+
+from .cache import EpisodeCache
+from .environment import CompanyOSEnvironment
+from .episode import EpisodeNotFound, ResetError
+from .mcp import standard_server
+from .models import CompanyOSObservation, CompanyOSWireAction
+from .routes import build_router
+from .settings import Settings
+
+Scope = dict[str, Any]
+ASGIApp = Callable[
+    [Scope, Callable[[], Awaitable[Any]], Callable[[Any], Awaitable[None]]], Awaitable[None]
+]
+
+DESCRIPTION = """\
+CompanyOS: multi-step enterprise workflows across TicketDesk, DataHub and ApprovalFlow, served
+through the OpenEnv API from an event-sourced, replayable log.
+
+* `POST /reset` starts an episode; its observation carries the `episode_id`.
+* `POST /step` with `{"action": {"app": ..., "method": ..., "params": {...}, "episode_id": ...}}`
+  continues that episode (plain HTTP is stateful through the log); `/ws` keeps a session.
+* `GET /episodes`, `/episodes/{id}/events`, `/episodes/{id}/state?step=k`,
+  `POST /episodes/{id}/fork`, `POST /episodes/{id}/verify`: the log, browsed.
+* `GET /manifest`: the tools, for prompting. MCP: `POST /mcp` (OpenEnv JSON-RPC) and a standard
+  MCP server at `/mcp-server/`.
+"""
+
+
+class BodyLimit:
+    """Refuse HTTP request bodies over ``limit`` bytes with 413, before any handler sees them
+    (declared by Content-Length or discovered while reading a chunked body)."""
+
+    def __init__(self, app: ASGIApp, limit: int) -> None:
+        self.app = app
+        self.limit = limit
+
+    async def __call__(self, scope: Scope, receive: Any, send: Any) -> None:
+        if scope["type"] != "http":
+            await self.app(scope, receive, send)
+            return
+        declared = dict(scope.get("headers") or []).get(b"content-length")
+        if declared is not None and declared.isdigit() and int(declared) > self.limit:
+            await self._refuse(send)
+            return
+        body, more = b"", True
+        while more:
+            message = await receive()
+            if message["type"] != "http.request":
+                await self.app(scope, _replay([message], receive), send)
+                return
+            body += message.get("body", b"")
+            more = message.get("more_body", False)
+            if len(body) > self.limit:
+                await self._refuse(send)
+                return
+        await self.app(scope, _replay([{"type": "http.request", "body": body}], receive), send)
+
+    async def _refuse(self, send: Any) -> None:
+        payload = json.dumps(
+            {
+                "detail": f"request body too large: the limit is {self.limit} "
+                "bytes; send smaller values"
+            }
+        ).encode()
+        await send(
+            {
+                "type": "http.response.start",
+                "status": 413,
+                "headers": [
+                    (b"content-type", b"application/json"),
+                    (b"content-length", str(len(payload)).encode()),
+                ],
+            }
+        )
+        await send({"type": "http.response.body", "body": payload})
+
+
+class QuietDisconnects:
+    """A client that hangs up mid-session is not a server error: OpenEnv's `/ws` handler
+    closes the socket again in its `finally` and Starlette raises for the socket already gone;
+    without this every hang-up would print a traceback."""
+
+    def __init__(self, app: ASGIApp) -> None:
+        self.app = app
+
+    async def __call__(self, scope: Scope, receive: Any, send: Any) -> None:
+        if scope["type"] != "websocket":
+            await self.app(scope, receive, send)
+            return
+        with suppress(WebSocketDisconnect, ClientDisconnected):
+            await self.app(scope, receive, send)
+
+
+def _replay(messages: list[dict[str, Any]], receive: Any) -> Any:
+    pending = list(messages)
+
+    async def replayed() -> Any:
+        return pending.pop(0) if pending else await receive()
+
+    return replayed
+
+
+def _error(status: int, message: str) -> JSONResponse:
+    return JSONResponse({"detail": message}, status_code=status)
+
+
+def build_app(settings: Settings | None = None) -> FastAPI:
+    settings = settings or Settings()
+    store = open_store(settings.store)
+    cache = EpisodeCache(store, settings.limits, capacity=settings.cache_episodes)
+    new_env = functools.partial(
+        CompanyOSEnvironment,
+        store,
+        difficulty=settings.difficulty,
+        reward_profile=settings.reward_profile,
+        limits=settings.limits,
+        cache=cache,
+    )
+    app = create_app(
+        new_env,
+        CompanyOSWireAction,  # type: ignore[arg-type]
+        CompanyOSObservation,
+        env_name="companyos",
+        concurrency_config=ConcurrencyConfig(
+            max_concurrent_envs=settings.max_sessions, session_timeout=settings.session_timeout
+        ),
+    )
+    app.title = "CompanyOS"
+    app.version = "0.1.0"
+    app.description = DESCRIPTION
+    app.state.store = store
+    app.state.cache = cache
+    app.state.settings = settings
+
+    # OpenEnv's /state builds a fresh environment and has nothing to show over plain HTTP;
+    # ours takes ?episode_id= (and answers the same without it).
+    app.router.routes[:] = [r for r in app.router.routes if getattr(r, "path", None) != "/state"]
+    app.include_router(build_router(store, cache, new_env))
+
+    mcp_app = standard_server(new_env).http_app(path="/")
+    app.mount("/mcp-server", mcp_app)
+    inner = app.router.lifespan_context
+
+    @asynccontextmanager
+    async def lifespan(a: FastAPI) -> AsyncIterator[None]:
+        async with inner(a), mcp_app.lifespan(mcp_app):
+            yield
+        store.close()
+
+    app.router.lifespan_context = lifespan
+
+    @app.exception_handler(ResetError)
+    async def _reset_error(request: Request, exc: ResetError) -> JSONResponse:
+        return _error(400, str(exc))
+
+    @app.exception_handler(EpisodeNotFound)
+    async def _not_found(request: Request, exc: EpisodeNotFound) -> JSONResponse:
+        return _error(404, str(exc))
+
+    @app.exception_handler(StoreError)
+    async def _store_error(request: Request, exc: StoreError) -> JSONResponse:
+        return _error(503, f"{exc}; retry shortly")
+
+    app.add_middleware(BodyLimit, limit=settings.max_body_bytes)  # type: ignore[arg-type]
+    app.add_middleware(QuietDisconnects)  # type: ignore[arg-type]
+    return app
+
+
+def serve(settings: Settings) -> None:
+    import uvicorn
+
+    app = build_app(settings)
+    # What exists now lives as long as the server: keep it out of every garbage collection.
+    gc.freeze()
+    uvicorn.run(
+        app,
+        host=settings.host,
+        port=settings.port,
+        ws_max_size=settings.max_body_bytes,
+        # Observations are a few KB and cheap to send; compressing each costs more CPU than the
+        # bytes save on loopback or a LAN.
+        ws_per_message_deflate=False,
+        log_level=settings.log_level,
+        timeout_graceful_shutdown=5,
+    )

@@ -1,0 +1,1 @@
+"""The ASGI entry point OpenEnv's tooling expects (`server.app:app`, the `server` script)."""
