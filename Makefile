@@ -22,7 +22,7 @@ $(STAMP): pyproject.toml
 install: $(STAMP) ## create .venv and install companyos with its dev extras
 
 test: $(STAMP) ## run the test suite (PostgreSQL tests too when COMPANYOS_TEST_POSTGRES_URL is set)
-	$(PY) -m pytest -q
+	$(PY) -m pytest -q -n 2
 
 serve: $(STAMP) ## run the OpenEnv server on 127.0.0.1:8000 (SQLite store under ./data/)
 	$(VENV)/bin/companyos serve --store $(STORE)

@@ -33,7 +33,7 @@ from companyos.events.types import (
     ToolCalled,
 )
 from companyos.projections import (
-    Milestone,
+    MilestoneGraph,
     RewardProfile,
     ScoreState,
     get_profile,
@@ -101,7 +101,7 @@ class Episode:
         episode_id: str,
         world: World,
         version: int,
-        graph: tuple[Milestone, ...],
+        graph: MilestoneGraph,
         profile: RewardProfile,
         score: ScoreState,
         limits: Limits = DEFAULT_LIMITS,

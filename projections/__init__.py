@@ -3,7 +3,7 @@ summaries."""
 
 from __future__ import annotations
 
-from .milestones import SUCCESS, Milestone, achieved, milestones_for, progress
+from .milestones import SUCCESS, Milestone, MilestoneGraph, achieved, milestones_for, progress
 from .observation import render_result, render_world, tool_manifest
 from .replay import Replay, StepRecord, cached_rewards, replay
 from .reward import (
@@ -24,6 +24,7 @@ __all__ = [
     "EpisodeSummary",
     "Headline",
     "Milestone",
+    "MilestoneGraph",
     "Replay",
     "RewardProfile",
     "ScoreState",

@@ -12,7 +12,7 @@ from companyos.domain.world import fold
 from companyos.events.store import RecordedEvent
 from companyos.events.types import EpisodeEnded, Event, StepScored, ToolCalled
 
-from .milestones import Milestone, milestones_for
+from .milestones import MilestoneGraph, milestones_for
 from .reward import RewardProfile, ScoreState, StepScore, get_profile, initial_score, score_step
 
 
@@ -36,7 +36,7 @@ class StepRecord:
 @dataclass(slots=True)
 class Replay:
     setup: World
-    graph: tuple[Milestone, ...]
+    graph: MilestoneGraph
     profile: RewardProfile
     steps: list[StepRecord] = field(default_factory=list)
     outcome: str | None = None

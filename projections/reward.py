@@ -18,7 +18,7 @@ from pydantic import BaseModel, ConfigDict
 from companyos.domain.model import World
 from companyos.events.types import Event
 
-from .milestones import SUCCESS, Milestone, achieved
+from .milestones import SUCCESS, MilestoneGraph
 
 
 class RewardProfile(BaseModel):
@@ -98,8 +98,8 @@ SHORTCUT_CODES = frozenset({"ticket_not_verified", "blocked_ticket_close"})
 SHORTCUT_CAUSES = frozenset({"ticket_unverified", "data_mismatch", "wrong_approver"})
 
 
-def potential(done: frozenset[str], graph: Sequence[Milestone], profile: RewardProfile) -> float:
-    return sum(profile.weight(m.kind) for m in graph if m.id in done)
+def potential(done: frozenset[str], graph: MilestoneGraph, profile: RewardProfile) -> float:
+    return graph.potential(done, profile)
 
 
 def _same_apps(a: World, b: World) -> bool:
@@ -112,9 +112,9 @@ def _same_apps(a: World, b: World) -> bool:
     )
 
 
-def initial_score(world: World, graph: Sequence[Milestone], profile: RewardProfile) -> ScoreState:
-    done = achieved(world, tuple(graph))
-    return ScoreState(phi=potential(done, graph, profile), achieved=done)
+def initial_score(world: World, graph: MilestoneGraph, profile: RewardProfile) -> ScoreState:
+    done = graph.achieved(world)
+    return ScoreState(phi=graph.potential(done, profile), achieved=done)
 
 
 # Each returns (penalty kind or None, whether the event is a shortcut attempt).
@@ -183,7 +183,7 @@ def score_step(
     prev: ScoreState,
     world: World,
     events: Sequence[Event],
-    graph: Sequence[Milestone],
+    graph: MilestoneGraph,
     profile: RewardProfile,
     before: World | None = None,
 ) -> tuple[ScoreState, StepScore]:
@@ -192,8 +192,11 @@ def score_step(
     if before is not None and _same_apps(before, world):
         done, phi = prev.achieved, prev.phi
     else:
-        done = achieved(world, tuple(graph))
-        phi = potential(done, graph, profile)
+        done = graph.achieved(world)
+        if done == prev.achieved:
+            done, phi = prev.achieved, prev.phi
+        else:
+            phi = graph.potential(done, profile)
     terms: dict[str, float] = {"step": profile.step_cost}
     if phi != prev.phi:
         terms["progress"] = phi - prev.phi
@@ -218,20 +221,20 @@ def score_step(
     state = ScoreState(phi, done, total, prev.penalties + spent, prev.shortcut_attempts + shortcuts)
     if done is prev.achieved:
         return state, StepScore(reward, total, terms, [], [], outcome, done)
-    gained = [m.id for m in graph if m.id in done and m.id not in prev.achieved]
-    lost = [m.id for m in graph if m.id in prev.achieved and m.id not in done]
+    gained = [i for i in graph.ids if i in done and i not in prev.achieved]
+    lost = [i for i in graph.ids if i in prev.achieved and i not in done]
     return state, StepScore(reward, total, terms, gained, lost, outcome, done)
 
 
 def dominance_margin(
-    graph: Sequence[Milestone], profile: RewardProfile, max_steps: int, initial_phi: float = 0.0
+    graph: MilestoneGraph, profile: RewardProfile, max_steps: int, initial_phi: float = 0.0
 ) -> float:
     """Lowest possible successful return minus highest possible failed one (> 0 is safe).
 
     Success: every milestone, the success bonus, every step paid, the whole penalty budget
     spent. Failure: every milestone but the last, no penalties, and the milder of a timeout
     after all steps or an abandonment at once."""
-    phi_all = potential(frozenset(m.id for m in graph), graph, profile)
+    phi_all = graph.potential(frozenset(graph.ids), profile)
     phi_fail = phi_all - profile.weight(graph[-1].kind)
     worst_success = (
         phi_all

@@ -563,13 +563,23 @@ def test_mcp_over_the_websocket_session(server):
             await ws.send(json.dumps({"type": "reset", "data": {"seed": 17, "task_id": 0}}))
             eid = json.loads(await ws.recv())["data"]["observation"]["episode_id"]
             replies = []
-            for i, (name, args) in enumerate([
-                ("tools/list", {}),
-                ("tools/call", {"name": "ticketdesk_get_ticket",
-                                "arguments": {"ticket_id": "TKT-1042"}}),
-            ]):
-                await ws.send(json.dumps({"type": "mcp", "data": {
-                    "jsonrpc": "2.0", "method": name, "params": args, "id": i}}))
+            for i, (name, args) in enumerate(
+                [
+                    ("tools/list", {}),
+                    (
+                        "tools/call",
+                        {"name": "ticketdesk_get_ticket", "arguments": {"ticket_id": "TKT-1042"}},
+                    ),
+                ]
+            ):
+                await ws.send(
+                    json.dumps(
+                        {
+                            "type": "mcp",
+                            "data": {"jsonrpc": "2.0", "method": name, "params": args, "id": i},
+                        }
+                    )
+                )
                 replies.append(json.loads(await ws.recv())["data"])
             replies.append({"episode_id": eid})
             return replies

@@ -243,9 +243,9 @@ class TestInMemoryStore(StoreContract):
         store = self.store
         assert isinstance(store, InMemoryEventStore)
         old = store._streams[stream][seq]
-        new = old._replace(data=payload, event=TicketViewed(**payload))
+        new = (*old[:5], orjson.dumps(payload), *old[6:])
         store._streams[stream][seq] = new
-        store._log[old.position - 1] = new
+        store._log[old[2] - 1] = new
 
 
 class SQLContract(StoreContract):
