@@ -31,7 +31,9 @@ class EpisodeResult:
 
 
 def play(env: CompanyOSEnvironment, agent: Agent, **reset: Any) -> EpisodeResult:
-    """Reset ``env`` with ``reset`` and let ``agent`` act until the episode ends."""
+    """Reset ``env`` with ``reset`` (labelled with the agent's name unless ``reset`` says
+    otherwise) and let ``agent`` act until the episode ends."""
+    reset.setdefault("agent", agent.name)
     obs = env.reset(**reset)
     agent.reset(obs)
     while not obs.done:

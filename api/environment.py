@@ -55,6 +55,7 @@ RESET_OPTIONS = (
     "at_step",
     "max_steps",
     "reward_profile",
+    "agent",
 )
 _MANIFEST = tool_manifest()
 
@@ -95,6 +96,7 @@ class CompanyOSEnvironment(Environment[CompanyOSAction, CompanyOSObservation, Co
         at_step: int | None = None,
         max_steps: int | None = None,
         reward_profile: str | None = None,
+        agent: str | None = None,
         **kwargs: Any,
     ) -> CompanyOSObservation:
         if kwargs:
@@ -107,7 +109,7 @@ class CompanyOSEnvironment(Environment[CompanyOSAction, CompanyOSObservation, Co
             if at_step is None:
                 raise ResetError("fork_from needs at_step: the step to fork after (0 = the start)")
             # A fork branches off: the episode it leaves stays open (it may be the source).
-            episode = Episode.fork(self.store, fork_from, at_step, new_id, self.limits)
+            episode = Episode.fork(self.store, fork_from, at_step, new_id, self.limits, agent)
             message = f"Forked {fork_from} at step {at_step} into {new_id}."
         else:
             if at_step is not None:
@@ -121,6 +123,7 @@ class CompanyOSEnvironment(Environment[CompanyOSAction, CompanyOSObservation, Co
                 difficulty=self.default_difficulty if difficulty is None else difficulty,
                 reward_profile=reward_profile or self.default_profile,
                 max_steps=max_steps,
+                agent=agent,
                 limits=self.limits,
             )
             assert episode.world.info is not None

@@ -75,6 +75,12 @@ def check_difficulty(difficulty: Any) -> int:
     return difficulty
 
 
+def check_agent(agent: Any) -> str | None:
+    if agent is not None and (not isinstance(agent, str) or not 1 <= len(agent) <= 64):
+        raise ResetError(f"agent must be a label of 1-64 characters, not {agent!r}")
+    return agent
+
+
 def check_episode_id(episode_id: Any) -> str:
     if not isinstance(episode_id, str) or not EPISODE_ID.match(episode_id):
         raise ResetError(
@@ -140,9 +146,11 @@ class Episode:
         difficulty: int,
         reward_profile: str = "default",
         max_steps: int | None = None,
+        agent: str | None = None,
         limits: Limits = DEFAULT_LIMITS,
     ) -> Episode:
         check_seed(seed)
+        check_agent(agent)
         check_difficulty(difficulty)
         check_episode_id(episode_id)
         try:
@@ -162,7 +170,12 @@ class Episode:
             )
         try:
             events = build_episode(
-                task_id, seed, difficulty, reward_profile=profile.name, max_steps=max_steps
+                task_id,
+                seed,
+                difficulty,
+                reward_profile=profile.name,
+                max_steps=max_steps,
+                agent=agent,
             )
         except UnknownScenario as exc:
             raise ResetError(str(exc)) from None
@@ -205,10 +218,13 @@ class Episode:
         at_step: int,
         episode_id: str,
         limits: Limits = DEFAULT_LIMITS,
+        agent: str | None = None,
     ) -> Episode:
         """A new episode whose stream is the source's prefix up to the end of step ``at_step``,
-        its first event marked ``forked_from``; the source stream is not touched."""
+        its first event marked ``forked_from`` (and relabelled with ``agent``, who plays on);
+        the source stream is not touched."""
         check_episode_id(episode_id)
+        check_agent(agent)
         records = store.read(source_id)
         if not records or not isinstance(records[0].event, EpisodeStarted):
             raise ResetError(f"cannot fork {source_id!r}: no such episode")
@@ -233,9 +249,10 @@ class Episode:
             raise ResetError(f"episode {episode_id!r} already exists: pick a new id")
         started = prefix[0]
         assert isinstance(started, EpisodeStarted)
-        first = started.model_copy(
-            update={"forked_from": ForkRef(episode_id=source_id, at_step=at_step)}
-        )
+        update: dict[str, Any] = {"forked_from": ForkRef(episode_id=source_id, at_step=at_step)}
+        if agent is not None:
+            update["agent"] = agent
+        first = started.model_copy(update=update)
         store.append(episode_id, [first, *prefix[1:]], NEW_STREAM)
         return cls.load(store, episode_id, limits)
 

@@ -88,6 +88,7 @@ def build_router(store: EventStore, cache: EpisodeCache, new_env: Any) -> APIRou
         outcome: Outcome | None = Query(None, description="Only this outcome."),
         scenario: str | None = Query(None, max_length=64, description="Only this scenario."),
         difficulty: int | None = Query(None, ge=0, le=3, description="Only this difficulty."),
+        agent: str | None = Query(None, max_length=64, description="Only this agent's."),
     ) -> dict[str, Any]:
         found: list[dict[str, Any]] = []
         cursor, scanned = after, 0
@@ -107,6 +108,8 @@ def build_router(store: EventStore, cache: EpisodeCache, new_env: Any) -> APIRou
                 if scenario is not None and row.scenario != scenario:
                     continue
                 if difficulty is not None and row.difficulty != difficulty:
+                    continue
+                if agent is not None and row.agent != agent:
                     continue
                 found.append(row.as_dict())
                 if len(found) >= limit:

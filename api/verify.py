@@ -63,6 +63,7 @@ def verify_episode(store: EventStore, episode_id: str) -> VerifyReport:
             reward_profile=started.reward_profile,
             max_steps=started.max_steps,
             forked_from=started.forked_from,
+            agent=started.agent,
         ),
         NEW_STREAM,
     )

@@ -542,6 +542,7 @@ def build_episode(
     reward_profile: str = "default",
     max_steps: int | None = None,
     forked_from: ForkRef | None = None,
+    agent: str | None = None,
 ) -> list[Event]:
     """The opening events of an episode: lifecycle, task, clean world, then chaos."""
     rng = KeyedRNG(seed)
@@ -560,6 +561,7 @@ def build_episode(
             fault_budget=max(0, budget - worst),
             forked_from=forked_from,
             generator=GENERATOR,
+            agent=agent,
         ),
         TaskAssigned(text=t.text, goal=t.goal),
         *APPROVAL_TYPES,

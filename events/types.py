@@ -61,6 +61,8 @@ class EpisodeStarted(Event):
     fault_budget: int = 0
     forked_from: ForkRef | None = None
     generator: str = "companyos/1"
+    agent: str | None = None
+    """Who plays (a label for analysis: "oracle", "random", a model name), if said."""
 
 
 class Goal(BaseModel):

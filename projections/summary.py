@@ -39,6 +39,7 @@ class EpisodeSummary:
     forked_from: str | None
     fork_step: int | None
     events: int
+    agent: str | None
 
     def as_dict(self) -> dict[str, Any]:
         return asdict(self)
@@ -67,6 +68,7 @@ def summarize(records: Sequence[RecordedEvent]) -> EpisodeSummary:
         forked_from=info.forked_from[0] if info.forked_from else None,
         fork_step=info.forked_from[1] if info.forked_from else None,
         events=len(records),
+        agent=getattr(records[0].event, "agent", None),
     )
 
 
@@ -83,6 +85,7 @@ class Headline:
     outcome: str | None
     total_return: float
     forked_from: str | None
+    agent: str | None
     events: int
     created_at: float
     updated_at: float
@@ -117,6 +120,7 @@ def headline(first: RecordedEvent, tail: Sequence[RecordedEvent]) -> Headline | 
         outcome=outcome,
         total_return=round(total + abandon, 6),
         forked_from=started.forked_from.episode_id if started.forked_from else None,
+        agent=started.agent,
         events=last.seq + 1,
         created_at=first.recorded_at,
         updated_at=last.recorded_at,

@@ -162,3 +162,16 @@ def test_fast_observation_equals_validated():
     slow = CompanyOSObservation(**values)
     assert fast == slow and fast.model_dump() == slow.model_dump()
     assert set(values) == set(CompanyOSObservation.model_fields)
+
+
+def test_agent_label_is_recorded_and_relabelled_on_fork():
+    from companyos.projections import summarize
+
+    env = CompanyOSEnvironment()
+    first = env.reset(seed=2, agent="random").episode_id
+    env.step({"app": "ticketdesk", "method": "list_tickets"})
+    assert summarize(env.store.read(first)).agent == "random"
+    fork = env.reset(fork_from=first, at_step=1, agent="oracle").episode_id
+    assert summarize(env.store.read(fork)).agent == "oracle"
+    with pytest.raises(ResetError, match="agent must be"):
+        env.reset(agent="x" * 65)

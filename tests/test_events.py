@@ -151,3 +151,11 @@ def test_verify_flags_tampering(sqlite_store):
             conn.execute(EVENTS.update().where(EVENTS.c.position == pos).values(hash=h))
     report = verify_episode(sqlite_store, eid)
     assert report.chain_ok and not report.ok and report.first_divergent_seq == target.seq
+
+
+def test_verify_keeps_the_agent_label():
+    env = CompanyOSEnvironment()
+    play(env, in_process_oracle(env), seed=4)
+    records = env.store.read(env.episode.id)
+    assert records[0].event.agent == "oracle"
+    assert verify_episode(env.store, env.episode.id).ok
