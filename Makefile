@@ -8,7 +8,7 @@ STAMP  := $(VENV)/.installed
 STORE  ?= sqlite:///data/companyos.db
 
 .DEFAULT_GOAL := help
-.PHONY: help install test serve demo bench lint clean
+.PHONY: help install test serve demo bench baselines lint clean
 
 help: ## list the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  make %-10s %s\n", $$1, $$2}'
@@ -33,6 +33,9 @@ demo: $(STAMP) ## play one oracle episode and print its timeline
 bench: $(STAMP) ## throughput benchmarks (ratios against a no-op OpenEnv env in the same run)
 	$(PY) bench/step_throughput.py
 	$(PY) bench/serve_throughput.py
+
+baselines: $(STAMP) ## success per family and difficulty: random, naive and oracle on the test suite
+	$(PY) bench/baselines.py
 
 lint: $(STAMP) ## ruff
 	$(VENV)/bin/ruff check .

@@ -8,6 +8,9 @@ from typing import Any
 from companyos.api.models import CompanyOSObservation
 from companyos.domain import World, plan
 
+LOOK = {"app": "approvalflow", "method": "list_approvals", "params": {}}
+"""A call that changes nothing: what a planner does when it has nothing left to do."""
+
 
 class OracleAgent:
     """``world_of`` gives the current world of an episode id: in-process, the environment's
@@ -24,9 +27,7 @@ class OracleAgent:
     def act(self, observation: CompanyOSObservation) -> dict[str, Any]:
         assert observation.episode_id is not None
         call = plan(self.world_of(observation.episode_id))
-        if call is None:  # nothing left to do: look, do not touch
-            return {"app": "approvalflow", "method": "list_approvals", "params": {}}
-        return call.as_action()
+        return LOOK if call is None else call.as_action()
 
 
 def in_process_oracle(env: Any) -> OracleAgent:

@@ -1,8 +1,9 @@
 """The random baseline, like the original's: a uniformly random tool with plausible params.
 
-Plausible values come from the company's own vocabulary (its ticket ids, metric names, roles,
-approval types and people) plus ids the agent has seen in results. All draws come from the
-agent's own `random.Random`, never the global one.
+Worlds are drawn from a seed, so plausible values are what the agent has seen: ticket ids in the
+task text and in results, metric names and people from results, approval ids it was given; the
+company's fixed vocabulary (approval types, roles, ticket fields) fills the rest. All draws come
+from the agent's own `random.Random`, never the global one.
 """
 
 from __future__ import annotations
@@ -13,15 +14,46 @@ from typing import Any
 
 from companyos.api.models import CompanyOSObservation
 from companyos.domain import TOOLS
-from companyos.domain.model import PRIORITIES, ROLE_TITLES, STATUSES, TICKET_FIELDS
-from companyos.domain.scenarios import APPROVAL_TYPES, METRICS, PEOPLE, TEMPLATES, TICKETS
+from companyos.domain.company import APPROVAL_TYPES
+from companyos.domain.model import PRIORITIES, RESOLUTIONS, ROLE_TITLES, STATUSES, TICKET_FIELDS
 
-TICKET_IDS = tuple(t.ticket_id for t in TICKETS)
-METRIC_NAMES = tuple(m.event.name for m in METRICS)
-TYPES = tuple(a.approval_type for a in APPROVAL_TYPES)
-NAMES = tuple(p.name for p in PEOPLE)
-TEXTS = tuple(v for t in TEMPLATES for v in t.goal.approval_data.values())
-_APPROVAL_ID = re.compile(r"APR-\d+")
+TYPES = tuple(APPROVAL_TYPES)
+DATA_KEYS = tuple(sorted({k for spec in APPROVAL_TYPES.values() for k, _, _ in spec.fields}))
+_TICKET = re.compile(r"TKT-\d+")
+_APPROVAL = re.compile(r"APR-\d+")
+
+
+class Vocabulary:
+    """What an agent has seen of this episode's world."""
+
+    def __init__(self) -> None:
+        self.tickets: list[str] = []
+        self.metrics: list[str] = []
+        self.people: list[str] = []
+        self.approvals: list[str] = []
+        self.texts: list[str] = []
+
+    def learn(self, observation: CompanyOSObservation) -> None:
+        found = f"{observation.task} {observation.last_result}"
+        _add(self.tickets, _TICKET.findall(found))
+        _add(self.approvals, _APPROVAL.findall(found))
+        result = observation.last_result
+        if isinstance(result, dict):
+            for row in result.get("metrics", []) or []:
+                if isinstance(row, dict) and "metric" in row:
+                    _add(self.metrics, [row["metric"]])
+            if isinstance(result.get("metric"), str):
+                _add(self.metrics, [result["metric"]])
+            for key in ("approver", "assignee", "on_behalf_of"):
+                if isinstance(result.get(key), str):
+                    _add(self.people, [result[key]])
+            for t in result.get("tickets", []) or []:
+                if isinstance(t, dict) and isinstance(t.get("title"), str):
+                    _add(self.texts, [t["title"]])
+
+
+def _add(into: list[str], values: list[str]) -> None:
+    into.extend(v for v in values if v not in into)
 
 
 class RandomAgent:
@@ -29,10 +61,14 @@ class RandomAgent:
 
     def __init__(self, seed: int = 0) -> None:
         self.rng = random.Random(seed)
-        self.approval_ids: list[str] = []
+        self.seen = Vocabulary()
 
     def reset(self, observation: CompanyOSObservation) -> None:
-        self.approval_ids = []
+        self.seen = Vocabulary()
+        self.seen.learn(observation)
+
+    def _pick(self, options: list[str], fallback: str) -> str:
+        return self.rng.choice(options) if options else fallback
 
     def _value(self, field: str) -> Any:
         r = self.rng
@@ -42,48 +78,46 @@ class RandomAgent:
             return r.choice(STATUSES)
         if field == "verified":
             return r.choice((True, False))
+        if field == "resolution":
+            return r.choice((*RESOLUTIONS, None))
         if field == "assignee":
-            return r.choice(NAMES)
-        return r.choice(self.approval_ids or ["APR-1001"])
+            return self._pick(self.seen.people, "Sam Okafor")
+        return self._pick(self.seen.approvals, "APR-1001")
 
     def act(self, observation: CompanyOSObservation) -> dict[str, Any]:
-        self.approval_ids += [
-            a
-            for a in _APPROVAL_ID.findall(str(observation.last_result))
-            if a not in self.approval_ids
-        ]
-        r = self.rng
+        self.seen.learn(observation)
+        r, seen = self.rng, self.seen
         app, method = r.choice(list(TOOLS))
         params: dict[str, Any] = {}
         for name in TOOLS[(app, method)].params.model_fields:
             if name == "ticket_id":
-                params[name] = r.choice(TICKET_IDS)
+                params[name] = self._pick(seen.tickets, "TKT-1000")
             elif name == "query":
-                params[name] = r.choice(("vendor", "auth", "licence", "handbook", "expense"))
+                params[name] = r.choice(("vendor", "expense", "service", "contract", "renew"))
             elif name == "field":
                 params[name] = r.choice(TICKET_FIELDS)
             elif name == "value":
                 params[name] = self._value(params["field"])
             elif name == "metric_name":
-                params[name] = r.choice(METRIC_NAMES)
+                params[name] = self._pick(seen.metrics, "compliance")
             elif name == "role":
                 params[name] = r.choice(tuple(ROLE_TITLES.values()))
             elif name == "approval_type":
                 params[name] = r.choice(TYPES)
             elif name == "approver":
-                params[name] = r.choice(NAMES)
+                params[name] = self._pick(seen.people, "CFO")
             elif name == "data":
+                keys = r.sample(DATA_KEYS, 3)
                 params[name] = {
-                    "ticket_id": r.choice(TICKET_IDS),
-                    r.choice(("vendor", "employee", "service", "license", "section")): r.choice(
-                        TEXTS
-                    ),
-                    r.choice(("compliance_score", "amount", "error_rate", "expiry_days")): round(
-                        r.uniform(0, 2000), 1
-                    ),
+                    k: self._pick(seen.tickets, "TKT-1000")
+                    if k == "ticket_id"
+                    else round(r.uniform(0, 2000), 1)
+                    if r.random() < 0.5
+                    else self._pick(seen.texts, "n/a")
+                    for k in keys
                 }
             elif name == "approval_id":
-                params[name] = r.choice(self.approval_ids or ["APR-1001"])
+                params[name] = self._pick(seen.approvals, "APR-1001")
             elif name == "reason":
                 params[name] = "Please reconsider."
         return {"app": app, "method": method, "params": params}

@@ -32,6 +32,7 @@ from openenv.core.env_server.types import EnvironmentMetadata, Observation
 
 from companyos.domain import BY_NAME, DEFAULT_LIMITS, ORIGINAL_DIFFICULTY, Limits
 from companyos.domain.limits import clean_params, clip_name
+from companyos.domain.model import clock_label
 from companyos.events import ConcurrencyConflict, EventStore, InMemoryEventStore
 from companyos.events.types import InvalidAction, ToolCalled
 from companyos.projections import progress, render_result, render_world, tool_manifest
@@ -349,6 +350,9 @@ class CompanyOSEnvironment(Environment[CompanyOSAction, CompanyOSObservation, Co
                 "step": w.step,
                 "max_steps": info.max_steps,
                 "steps_remaining": w.steps_remaining,
+                "clock_minutes": w.clock,
+                "time": clock_label(w.clock),
+                "instance_id": w.task.instance_id or None,
                 "progress": progress(ep.graph, score.achieved),
                 "last_result": result,
                 "message": message,

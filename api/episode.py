@@ -22,7 +22,7 @@ from companyos.domain import (
     fold,
 )
 from companyos.domain.chaos import LEVELS
-from companyos.domain.scenarios import UnknownScenario
+from companyos.domain.instances import UnknownScenario
 from companyos.events import NEW_STREAM, EventStore, RecordedEvent
 from companyos.events.types import (
     EpisodeEnded,

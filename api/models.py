@@ -41,6 +41,9 @@ class CompanyOSObservation(Observation):
     step: int = 0
     max_steps: int = 0
     steps_remaining: int = 0
+    clock_minutes: int = Field(default=0, description="Simulated minutes since the start.")
+    time: str = Field(default="", description="Simulated time (the episode starts Mon 09:00).")
+    instance_id: str | None = Field(default=None, description="family-dD-sSEED")
     progress: dict[str, bool] = Field(default_factory=dict, description="Milestones, in order.")
     last_result: Any = Field(default=None, description="What the last tool call returned.")
     message: str = ""

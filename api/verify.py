@@ -11,7 +11,7 @@ from __future__ import annotations
 from dataclasses import asdict, dataclass
 from typing import Any
 
-from companyos.domain.scenarios import GENERATOR, build_episode
+from companyos.domain.instances import GENERATOR, build_episode
 from companyos.events import NEW_STREAM, EventStore, InMemoryEventStore, first_broken_link
 from companyos.events.types import EpisodeEnded, EpisodeStarted, ToolCalled
 

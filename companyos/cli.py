@@ -20,6 +20,9 @@ examples:
   companyos show EPISODE_ID --step 3              the world after step 3 (time travel)
   companyos verify EPISODE_ID                     re-simulate and compare hash chains
   companyos tools                                 the tool manifest (what agents can call)
+  companyos tasks                                 families, difficulties, chaos catalogue, suites
+  companyos tasks --suite test                    the frozen test suite's instance ids
+  companyos tasks --instance purchase_order-d2-s17  one instance: text, goal, chaos, budget
 """
 
 
@@ -240,7 +243,9 @@ def build_parser() -> argparse.ArgumentParser:
     )
     demo.add_argument("--agent", choices=("oracle", "random"), default="oracle")
     demo.add_argument(
-        "--task", default=None, help="scenario name or index 0-4 (default: drawn from the seed)"
+        "--task",
+        default=None,
+        help="family name or index 0-11, see `companyos tasks` (default: drawn from the seed)",
     )
     demo.add_argument(
         "--difficulty",
@@ -253,13 +258,23 @@ def build_parser() -> argparse.ArgumentParser:
     with_store(demo)
     demo.set_defaults(run=cmd_demo)
 
-    eps = sub.add_parser("episodes", help="list stored episodes with their outcome and return")
+    eps = sub.add_parser(
+        "episodes",
+        help="list stored episodes with their outcome and return",
+        description="List the episodes in an event store, newest streams first, with their "
+        "family, difficulty, seed, steps, outcome and return (rebuilt from each log).",
+    )
     eps.add_argument("--limit", type=int, default=50)
     eps.add_argument("--prefix", default=None, help="only episode ids starting with this")
     with_store(eps)
     eps.set_defaults(run=cmd_episodes)
 
-    show = sub.add_parser("show", help="print an episode's world at a step (time travel)")
+    show = sub.add_parser(
+        "show",
+        help="print an episode's world at a step (time travel)",
+        description="Replay a stored episode up to a step and print the three apps' state "
+        "then, as JSON: the world is a projection of the log, so any step can be shown.",
+    )
     show.add_argument("episode_id")
     show.add_argument("--step", type=int, default=None, help="default: the last step")
     with_store(show)
@@ -274,8 +289,17 @@ def build_parser() -> argparse.ArgumentParser:
     with_store(verify)
     verify.set_defaults(run=cmd_verify)
 
-    tools = sub.add_parser("tools", help="print the tool manifest as JSON")
+    tools = sub.add_parser(
+        "tools",
+        help="print the tool manifest as JSON",
+        description="Print every tool an agent can call (app, method, description, JSON "
+        "schema of its parameters): the same manifest as GET /manifest.",
+    )
     tools.set_defaults(run=cmd_tools)
+
+    from companyos.tasks import add_parser as add_tasks
+
+    add_tasks(sub)
     return parser
 
 

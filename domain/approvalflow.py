@@ -1,11 +1,15 @@
-"""ApprovalFlow: requests that need the right approver and the right data, take several status
-polls to be decided, and are sometimes rejected.
+"""ApprovalFlow: requests that need the right approver and the right data, are decided some
+minutes after submission, and are sometimes rejected.
 
-The approver reviews a request as it was submitted (see `model.Evidence`): a request routed to
-someone without authority, about an unverified ticket, or carrying data that does not match the
-system of record is rejected with the reason. A correct request may still be rejected by chance
-and must then be escalated, after which it is decided again. A request routed to someone who is
-out of office is never decided: their auto-reply says so.
+Time drives decisions: a request is due some minutes after it is submitted (its latency); from
+then on the approver decides it, as the clock passes, whatever the agent is doing
+(`due_events`, run at the start of every step). `check_status` reads the status. The approver
+reviews a request as it was submitted (see `model.Evidence`): one routed to someone without
+authority, about an unverified ticket, carrying data that does not match the system of record,
+or naming a prior approval that is not approved is rejected with the reason. A correct request
+may still be rejected by chance and must then be escalated, after which it is decided again. A
+request routed to someone out of office is never decided; where requests have an SLA it then
+expires. An approved `data_access` request grants access to the dataset it names.
 """
 
 from __future__ import annotations
@@ -17,6 +21,7 @@ from pydantic import Field
 from companyos.events.types import (
     ApprovalDecided,
     ApprovalEscalated,
+    ApprovalExpired,
     ApprovalPolled,
     ApprovalsListed,
     ApprovalSubmitted,
@@ -27,6 +32,7 @@ from companyos.events.types import (
 )
 
 from .model import (
+    MINUTES_PER_STEP,
     ROLE_TITLES,
     Approval,
     ApprovalField,
@@ -107,6 +113,8 @@ def approval_view(world: World, a: Approval) -> dict[str, Any]:
         view["reason"] = a.reason
     if a.status == "pending" and approver is not None and approver.out_of_office:
         view["auto_reply"] = approver.ooo_note or f"{approver.name} is out of office."
+    if a.status == "pending" and world.services.sla is not None:
+        view["expires_in_minutes"] = max(0, a.pending_since + world.services.sla - world.clock)
     return view
 
 
@@ -127,12 +135,18 @@ def _no_approval(world: World, approval_id: str) -> list[Event]:
 
 
 def _latency(ctx: Ctx, approval_id: str, purpose: str) -> list[Event]:
+    """How long the approver takes: drawn, and recorded as chaos when it is more than the
+    next step."""
     lo, hi = ctx.chaos.polls
     n = ctx.rng.randint(ctx.seq, f"{purpose}:{approval_id}", lo, hi)
     if n <= 1:
         return []
     return [
-        ChaosInjected(kind="approval_latency", target=approval_id, params={"polls_required": n})
+        ChaosInjected(
+            kind="approval_latency",
+            target=approval_id,
+            params={"minutes": n * MINUTES_PER_STEP},
+        )
     ]
 
 
@@ -192,7 +206,7 @@ def submit_approval(world: World, p: SubmitApprovalParams, ctx: Ctx) -> list[Eve
 
 
 def review(world: World, a: Approval, ctx: Ctx) -> list[Event]:
-    """The approver's decision on a request whose polls are done."""
+    """The approver's decision on a request that is due."""
     atype = world.approval_types[a.approval_type]
     ev = a.evidence
     role = ROLE_TITLES.get(atype.required_role, atype.required_role)
@@ -203,12 +217,13 @@ def review(world: World, a: Approval, ctx: Ctx) -> list[Event]:
                 a,
                 "rejected",
                 "wrong_approver",
-                f"{name} cannot approve {atype.name}: it needs the {role} or, while "
-                "they are out of office, their delegate. Submit a new request to the "
+                f"{name} cannot approve {atype.name}: it needs the {role} or, while they "
+                "are out of office, whoever covers for them. Submit a new request to the "
                 "right approver.",
             )
         ]
-    if atype.requires_verified_ticket and not ev.ticket_verified:
+    ticket = ev.tickets.get(a.ticket_id) if a.ticket_id else None
+    if atype.requires_verified_ticket and not (ticket and ticket.verified):
         return [
             _decided(
                 a,
@@ -218,14 +233,24 @@ def review(world: World, a: Approval, ctx: Ctx) -> list[Event]:
                 "it, then submit a new request.",
             )
         ]
+    if ev.prior_missing:
+        return [
+            _decided(
+                a,
+                "rejected",
+                "missing_prior_approval",
+                f"{', '.join(ev.prior_missing)} must name an approved request of the type "
+                "this one follows. Get that approved first, then submit a new request.",
+            )
+        ]
     if ev.mismatched:
         return [
             _decided(
                 a,
                 "rejected",
                 "data_mismatch",
-                f"{', '.join(ev.mismatched)} does not match the system of record. "
-                "Refresh the data in DataHub and submit a new request.",
+                f"{', '.join(ev.mismatched)} does not match the system of record. Refresh "
+                "the data in DataHub and submit a new request.",
             )
         ]
     if a.chance_rejections < ctx.chaos.max_chance_rejections and ctx.rng.chance(
@@ -244,28 +269,39 @@ def review(world: World, a: Approval, ctx: Ctx) -> list[Event]:
 def _decided(a: Approval, decision: str, cause: str, reason: str | None) -> ApprovalDecided:
     return ApprovalDecided(
         approval_id=a.approval_id,
-        decision=decision,
+        decision=decision,  # type: ignore[arg-type]
         cause=cause,
-        reason=reason,  # type: ignore[arg-type]
+        reason=reason,
     )
+
+
+def due_events(world: World, ctx: Ctx) -> list[Event]:
+    """What the approvers do as the clock passes: decide requests that are due (if they are in
+    office), let requests past the SLA expire. Run at the start of every step."""
+    out: list[Event] = []
+    now = world.clock
+    sla = world.services.sla
+    for a in world.approvals.values():
+        if a.status != "pending":
+            continue
+        if not world.people[a.approver].out_of_office and now >= a.due_at:
+            out += review(world, a, ctx)
+        elif sla is not None and now >= a.pending_since + sla:
+            out.append(ApprovalExpired(approval_id=a.approval_id))
+    return out
 
 
 @registry.tool(
     "check_status",
     ApprovalIdParams,
-    "Poll an approval. Decisions take a few polls; a rejection gives its reason.",
+    "Read an approval's status: pending until the approver decides (they take a few minutes), "
+    "then approved or rejected with the reason.",
 )
 def check_status(world: World, p: ApprovalIdParams, ctx: Ctx) -> list[Event]:
     a = _find(world, p.approval_id)
     if a is None:
         return _no_approval(world, p.approval_id)
-    if a.status != "pending":
-        return [ApprovalPolled(approval_id=a.approval_id, polls=a.polls, status=a.status)]
-    polls = a.polls + 1
-    events: list[Event] = [ApprovalPolled(approval_id=a.approval_id, polls=polls, status="pending")]
-    if world.people[a.approver].out_of_office or polls < a.polls_required:
-        return events
-    return events + review(world, a, ctx)
+    return [ApprovalPolled(approval_id=a.approval_id, polls=a.polls + 1, status=a.status)]
 
 
 @registry.tool(
@@ -281,9 +317,11 @@ def escalate(world: World, p: EscalateParams, ctx: Ctx) -> list[Event]:
         hint = ""
         if a.status == "pending" and world.people[a.approver].out_of_office:
             hint = (
-                " Its approver is out of office: submit a new request to their delegate "
-                "(datahub.get_approver)."
+                " Its approver is out of office: submit a new request to whoever covers for "
+                "them (datahub.get_approver)."
             )
+        elif a.status == "expired":
+            hint = " It expired: submit a new request."
         return reject(
             "not_rejected",
             f"Only rejected approvals can be escalated; {a.approval_id} is {a.status}.{hint}",
@@ -308,10 +346,11 @@ def evidence(world: World, e: ApprovalSubmitted) -> Evidence:
     atype = world.approval_types[e.approval_type]
     routed = effective_approver(world, atype.required_role)
     holder = world.roles.get(atype.required_role)
-    ticket = world.tickets.get(e.ticket_id) if e.ticket_id else None
+    now = world.clock
     mismatched: list[str] = []
     unread: list[str] = []
     stale_used: list[str] = []
+    prior_missing: list[str] = []
     for f in atype.fields:
         value = e.data.get(f.key)
         if f.kind == "metric" and f.metric in world.metrics:
@@ -319,21 +358,33 @@ def evidence(world: World, e: ApprovalSubmitted) -> Evidence:
             n = as_number(value)
             if n is None or not same_number(n, m.true_value):
                 mismatched.append(f.key)
-                if n is not None and m.stale and same_number(n, m.value):
+                if n is not None and m.stale(now) and same_number(n, m.value):
                     stale_used.append(f.key)
-            if not m.read_fresh:
+            if not m.read_fresh(now):
                 unread.append(f.key)
         elif f.kind == "ticket" and (
             not isinstance(value, str) or normalize_ticket_id(value) not in world.tickets
         ):
             mismatched.append(f.key)
+        elif f.kind == "approval":
+            prior = world.approvals.get(value.strip().upper()) if isinstance(value, str) else None
+            if (
+                prior is None
+                or prior.status != "approved"
+                or prior.approval_type != f.approval_type
+                or prior.ticket_id != (normalize_ticket_id(e.ticket_id) if e.ticket_id else None)
+            ):
+                prior_missing.append(f.key)
     return Evidence(
+        at=now,
         routed_to=routed,
         authorized=e.approver in (routed, holder),
-        ticket_verified=bool(ticket and ticket.verified),
+        tickets=world.tickets,
+        metrics=world.metrics,
         mismatched=tuple(mismatched),
         unread=tuple(unread),
         stale_used=tuple(stale_used),
+        prior_missing=tuple(prior_missing),
     )
 
 
@@ -342,8 +393,11 @@ def on_type_defined(world: World, e: ApprovalTypeDefined) -> World:
         e.approval_type,
         e.description,
         e.required_role,
-        tuple(ApprovalField(f.key, f.kind, f.metric, f.description) for f in e.fields),
+        tuple(
+            ApprovalField(f.key, f.kind, f.metric, f.approval_type, f.description) for f in e.fields
+        ),
         e.requires_verified_ticket,
+        e.grants,
     )
     return world._replace(approval_types={**world.approval_types, e.approval_type: t})
 
@@ -357,6 +411,8 @@ def on_submitted(world: World, e: ApprovalSubmitted) -> World:
         e.ticket_id,
         world.step,
         evidence(world, e),
+        due_at=world.clock + MINUTES_PER_STEP,
+        pending_since=world.clock,
     )
     return world._replace(approvals={**world.approvals, e.approval_id: a})
 
@@ -373,7 +429,7 @@ def on_polled(world: World, e: ApprovalPolled) -> World:
 def on_decided(world: World, e: ApprovalDecided) -> World:
     a = world.approvals[e.approval_id]
     rejected = e.decision == "rejected"
-    return _put(
+    world = _put(
         world,
         a._replace(
             status=e.decision,
@@ -381,8 +437,18 @@ def on_decided(world: World, e: ApprovalDecided) -> World:
             cause=e.cause,
             rejections=a.rejections + rejected,
             chance_rejections=a.chance_rejections + (rejected and e.cause == "chance"),
+            decided_at=world.clock,
         ),
     )
+    grants = world.approval_types[a.approval_type].grants
+    if not rejected and grants and isinstance(a.data.get(grants), str):
+        world = world._replace(grants=world.grants | {str(a.data[grants]).strip().lower()})
+    return world
+
+
+def on_expired(world: World, e: ApprovalExpired) -> World:
+    a = world.approvals[e.approval_id]
+    return _put(world, a._replace(status="expired", reason="No decision before the deadline."))
 
 
 def on_escalated(world: World, e: ApprovalEscalated) -> World:
@@ -391,8 +457,8 @@ def on_escalated(world: World, e: ApprovalEscalated) -> World:
         world,
         a._replace(
             status="pending",
-            polls=0,
-            polls_required=1,
+            due_at=world.clock + MINUTES_PER_STEP,
+            pending_since=world.clock,
             reason=None,
             cause=None,
             escalations=a.escalations + 1,
@@ -402,7 +468,11 @@ def on_escalated(world: World, e: ApprovalEscalated) -> World:
 
 def on_latency(world: World, e: ChaosInjected) -> World:
     a = world.approvals[e.target]
-    return _put(world, a._replace(polls_required=int(e.params["polls_required"])))
+    # Logs of the first schema counted polls; one poll is one step of the clock.
+    minutes = int(
+        e.params.get("minutes", int(e.params.get("polls_required", 1)) * MINUTES_PER_STEP)
+    )
+    return _put(world, a._replace(due_at=world.clock + minutes))
 
 
 EVOLVERS = {
@@ -410,6 +480,7 @@ EVOLVERS = {
     "ApprovalSubmitted": on_submitted,
     "ApprovalPolled": on_polled,
     "ApprovalDecided": on_decided,
+    "ApprovalExpired": on_expired,
     "ApprovalEscalated": on_escalated,
 }
 CHAOS = {"approval_latency": on_latency}

@@ -1,9 +1,11 @@
 """DataHub: an analytics warehouse whose metrics go stale, and the approver directory.
 
-A stale metric serves an old cached value until it is refreshed; a refresh fetches the system
-of record (which may differ, e.g. a compliance score 72 -> 85 that crosses an 80 threshold).
-`get_approver(role)` returns whoever acts for the role now: the delegate while the role
-holder is out of office.
+A metric serves a cached value taken at some minute of the clock; once older than its maximum
+age it is stale until refreshed, and a refresh fetches the system of record (which may differ,
+e.g. a compliance score 72 -> 85 that crosses an 80 threshold). Data also goes stale while the
+episode runs. Some metrics belong to a restricted dataset: reading them needs access, granted by
+an approved `data_access` request. `get_approver(role)` returns whoever acts for the role now:
+the delegate (or the delegate's delegate) while the holder is away.
 """
 
 from __future__ import annotations
@@ -23,7 +25,15 @@ from companyos.events.types import (
     MetricsListed,
 )
 
-from .model import ROLE_TITLES, Metric, Person, World, effective_approver, normalize_role
+from .model import (
+    DAY,
+    ROLE_TITLES,
+    Metric,
+    Person,
+    World,
+    effective_approver,
+    normalize_role,
+)
 from .tooling import Ctx, Params, Registry, reject
 
 APP = "datahub"
@@ -51,27 +61,35 @@ class RoleParams(Params):
 # ------------------------------------------------------------------ views
 
 
-def metric_view(m: Metric) -> dict[str, Any]:
+def metric_view(m: Metric, now: int, value: float | None = None, age: int | None = None) -> dict:
+    """What a query shows; ``value``/``age`` override for a read made at another time."""
+    age = m.age(now) if age is None else age
+    v = m.value if value is None else value
+    stale = age > m.max_age
     warning = None
-    if m.stale:
+    if stale:
         warning = (
-            f"Data is {m.stale_days} days old (max {m.max_age_days}); refresh it with "
+            f"Data is {age // 60} hours old (max {m.max_age // 60}); refresh it with "
             "datahub.refresh_data before relying on it."
         )
     return {
         "metric": m.name,
-        "value": m.value,
+        "value": v,
         "unit": m.unit,
-        "stale_days": m.stale_days,
+        "stale_days": age // DAY,
+        "age_hours": round(age / 60, 1),
         "source": m.source,
-        "threshold_pass": m.threshold_pass(),
-        "is_stale": m.stale,
+        "threshold_pass": m.threshold_pass(v),
+        "is_stale": stale,
         "warning": warning,
     }
 
 
 def metric_summary(m: Metric) -> dict[str, Any]:
-    return {"metric": m.name, "unit": m.unit, "description": m.description}
+    view = {"metric": m.name, "unit": m.unit, "description": m.description}
+    if m.dataset:
+        view["dataset"] = m.dataset
+    return view
 
 
 def approver_view(world: World, e: ApproverLookedUp) -> dict[str, Any]:
@@ -113,6 +131,18 @@ def _no_metric(world: World, name: str) -> list[Event]:
     )
 
 
+def _denied(world: World, m: Metric) -> list[Event] | None:
+    if m.dataset is None or m.dataset in world.grants:
+        return None
+    return reject(
+        "permission_denied",
+        f"{m.name} is in the restricted {m.dataset!r} dataset and you have no access. Request "
+        "it: approvalflow.submit_approval(approval_type='data_access', approver=<whoever acts "
+        f"for Security>, data={{'dataset': '{m.dataset}', 'reason': ...}}), then wait until it "
+        "is approved.",
+    )
+
+
 @registry.tool(
     "list_metrics", NoParams, "List the metrics DataHub holds (names and units).", faultable=False
 )
@@ -130,7 +160,15 @@ def query_metric(world: World, p: MetricParams, ctx: Ctx) -> list[Event]:
     m = _find_metric(world, p.metric_name)
     if m is None:
         return _no_metric(world, p.metric_name)
-    return [MetricQueried(metric=m.name, value=m.value, stale_days=m.stale_days, stale=m.stale)]
+    denied = _denied(world, m)
+    if denied:
+        return denied
+    now = world.clock
+    return [
+        MetricQueried(
+            metric=m.name, value=m.value, stale_days=m.age(now) // DAY, stale=m.stale(now)
+        )
+    ]
 
 
 @registry.tool(
@@ -142,6 +180,9 @@ def refresh_data(world: World, p: MetricParams, ctx: Ctx) -> list[Event]:
     m = _find_metric(world, p.metric_name)
     if m is None:
         return _no_metric(world, p.metric_name)
+    denied = _denied(world, m)
+    if denied:
+        return denied
     return [MetricRefreshed(metric=m.name, old=m.value, new=m.true_value)]
 
 
@@ -149,7 +190,7 @@ def refresh_data(world: World, p: MetricParams, ctx: Ctx) -> list[Event]:
     "get_approver",
     RoleParams,
     "Who approves for a role right now; while the role holder is out of office this is "
-    "their delegate.",
+    "whoever covers for them.",
 )
 def get_approver(world: World, p: RoleParams, ctx: Ctx) -> list[Event]:
     role = normalize_role(p.role)
@@ -172,10 +213,11 @@ def on_metric_recorded(world: World, e: MetricRecorded) -> World:
         e.source,
         e.value,
         e.value,
-        e.stale_days,
-        e.max_age_days,
+        -e.age_minutes,
+        e.max_age_minutes,
         e.threshold_op,
         e.threshold,
+        e.dataset,
     )
     return world._replace(metrics={**world.metrics, e.name: m})
 
@@ -190,7 +232,7 @@ def on_metric_queried(world: World, e: MetricQueried) -> World:
 def on_metric_refreshed(world: World, e: MetricRefreshed) -> World:
     m = world.metrics[e.metric]
     v = m.version + 1
-    m = m._replace(value=e.new, stale_days=0, version=v, fresh_read=v)
+    m = m._replace(value=e.new, as_of=world.clock, version=v, fresh_read=v)
     return world._replace(metrics={**world.metrics, e.metric: m})
 
 
@@ -201,8 +243,19 @@ def on_approver_registered(world: World, e: ApproverRegistered) -> World:
 
 
 def on_stale_metric(world: World, e: ChaosInjected) -> World:
+    """A cache serving an old value. ``age_minutes`` (or, in logs of the first schema,
+    ``stale_days``) says how old it is at the start."""
     m = world.metrics[e.target]
-    m = m._replace(value=float(e.params["served_value"]), stale_days=int(e.params["stale_days"]))
+    age = int(e.params.get("age_minutes", int(e.params.get("stale_days", 0)) * DAY))
+    m = m._replace(value=float(e.params["served_value"]), as_of=-age)
+    return world._replace(metrics={**world.metrics, e.target: m})
+
+
+def on_stale_during_episode(world: World, e: ChaosInjected) -> World:
+    """Fresh at the start, stale from ``stale_at`` on: the served value was taken just long
+    enough ago."""
+    m = world.metrics[e.target]
+    m = m._replace(as_of=int(e.params["stale_at"]) - m.max_age - 1)
     return world._replace(metrics={**world.metrics, e.target: m})
 
 
@@ -211,10 +264,21 @@ def on_out_of_office(world: World, e: ChaosInjected) -> World:
     return world._replace(people={**world.people, e.target: p})
 
 
+def on_restricted(world: World, e: ChaosInjected) -> World:
+    m = world.metrics[e.target]._replace(dataset=str(e.params["dataset"]))
+    return world._replace(metrics={**world.metrics, e.target: m})
+
+
 EVOLVERS = {
     "MetricRecorded": on_metric_recorded,
     "MetricQueried": on_metric_queried,
     "MetricRefreshed": on_metric_refreshed,
     "ApproverRegistered": on_approver_registered,
 }
-CHAOS = {"stale_metric": on_stale_metric, "out_of_office": on_out_of_office}
+CHAOS = {
+    "stale_metric": on_stale_metric,
+    "stale_during_episode": on_stale_during_episode,
+    "out_of_office": on_out_of_office,
+    "delegate_chain": on_out_of_office,
+    "permission_denied": on_restricted,
+}

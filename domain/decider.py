@@ -1,9 +1,11 @@
 """The step decider: from the agent's raw call to the events it causes.
 
-Validation order: the call is recorded (`ToolCalled`, with params refused for size not kept);
-an unknown tool, refused params or params that fail the tool's model give `InvalidAction`; a
-transient fault may then strike; otherwise the app's decider says what happens. Nothing here
-raises on bad input: every mistake is an event with a message that says what to do instead.
+Order: the call is recorded (`ToolCalled`, with params refused for size not kept) and the clock
+moves; what happens in the background is decided (approvals due, deadlines); an unknown tool,
+refused params or params that fail the tool's model give `InvalidAction`; the service may be
+down or rate-limited, or a transient fault strike; otherwise the app's decider says what
+happens. Nothing here raises on bad input: every mistake is an event with a message that says
+what to do instead.
 """
 
 from __future__ import annotations
@@ -15,12 +17,14 @@ from pydantic import ValidationError
 
 from companyos.events.types import Event, InvalidAction, ToolCalled
 
+from .approvalflow import due_events
 from .catalogue import APPS, TOOLS, lookup, methods
-from .chaos import profile, roll_fault
+from .chaos import profile, roll_fault, unavailable
 from .limits import DEFAULT_LIMITS, Limits, clean_params, clip_name
 from .model import World
 from .rng import KeyedRNG
 from .tooling import Ctx, ToolSpec
+from .world import evolve, fold
 
 
 def unknown_tool_message(app: str, method: str) -> str:
@@ -55,7 +59,12 @@ def decide_step(
     rng: KeyedRNG,
     limits: Limits = DEFAULT_LIMITS,
 ) -> list[Event]:
-    """Events caused by one tool call; ``seq`` is the seq its `ToolCalled` will get."""
+    """Events caused by one tool call; ``seq`` is the seq its `ToolCalled` will get.
+
+    The call is recorded first, which moves the clock; what time does on its own comes next
+    (approvers deciding requests that are due, deadlines passing), then the call itself:
+    validation, the service being down or rate-limited, a transient fault, the app's decider.
+    """
     step = world.step + 1
     app_name, method_name = clip_name(app, limits), clip_name(method, limits)
     if params is None:
@@ -68,17 +77,23 @@ def decide_step(
         params=cleaned,
         refused=problem.message if problem else None,
     )
+    assert world.info is not None
+    chaos = profile(world.info.difficulty)
+    ctx = Ctx(seq, step, rng, chaos)
+    now = evolve(world, called)
+    background = due_events(now, ctx)
+    if background:
+        now = fold(background, now)
+    out: list[Event] = [called, *background]
     spec = lookup(app, method) if isinstance(app, str) and isinstance(method, str) else None
     if spec is None:
-        return [
-            called,
-            InvalidAction(code="unknown_tool", message=unknown_tool_message(app_name, method_name)),
-        ]
+        message = unknown_tool_message(app_name, method_name)
+        return [*out, InvalidAction(code="unknown_tool", message=message)]
     if problem is not None:
-        return [called, InvalidAction(code=problem.code, message=f"Refused: {problem.message}.")]
+        return [*out, InvalidAction(code=problem.code, message=f"Refused: {problem.message}.")]
     if not isinstance(cleaned, dict):
         return [
-            called,
+            *out,
             InvalidAction(
                 code="params_not_object",
                 message=f"params must be a JSON object of named arguments for {spec.signature()}, "
@@ -88,13 +103,20 @@ def decide_step(
     try:
         parsed = spec.params.model_validate(cleaned)
     except ValidationError as exc:
-        return [called, InvalidAction(code="invalid_params", message=params_message(spec, exc))]
-    assert world.info is not None
-    chaos = profile(world.info.difficulty)
+        return [*out, InvalidAction(code="invalid_params", message=params_message(spec, exc))]
+    refused = unavailable(now, spec.app, spec.method)
+    if refused is not None:
+        return [*out, refused]
     if spec.faultable:
         fault = roll_fault(
-            rng, seq, chaos, world.chaos.faults, world.info.fault_budget, spec.app, spec.method
+            rng,
+            seq,
+            chaos,
+            now.chaos.faults,
+            now.info.fault_budget,
+            spec.app,
+            spec.method,  # type: ignore[union-attr]
         )
         if fault is not None:
-            return [called, fault]
-    return [called, *spec.decide(world, parsed, Ctx(seq, step, rng, chaos))]
+            return [*out, fault]
+    return [*out, *spec.decide(now, parsed, ctx)]

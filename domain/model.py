@@ -3,7 +3,12 @@
 State changes only by folding events (`domain.world.evolve`); nothing here mutates. Values are
 named tuples (immutable, compared by value, and cheap to build and `_replace`: the step path
 builds several per step). Mappings are plain dicts by convention never mutated after
-construction: updates build new ones.
+construction: updates build new ones. Because nothing is ever edited, a snapshot of a part of
+the world is just a reference to it (a request keeps the tickets and metrics as they were when
+it was submitted).
+
+Time is simulated: the clock reads `step * MINUTES_PER_STEP` minutes since the episode began
+(Monday 09:00). Staleness, approval decisions and deadlines follow it.
 """
 
 from __future__ import annotations
@@ -15,8 +20,27 @@ from companyos.events.types import Goal
 
 PRIORITIES = ("low", "medium", "high", "critical")
 STATUSES = ("open", "in_progress", "blocked", "resolved", "closed")
-TICKET_FIELDS = ("priority", "assignee", "status", "verified", "linked_approval")
-ROLE_TITLES = {"cfo": "CFO", "cto": "CTO", "hr_lead": "HR Lead", "procurement": "Procurement"}
+RESOLUTIONS = ("declined", "flagged")
+TICKET_FIELDS = ("priority", "assignee", "status", "verified", "linked_approval", "resolution")
+ROLE_TITLES = {
+    "cfo": "CFO",
+    "cto": "CTO",
+    "hr_lead": "HR Lead",
+    "procurement": "Procurement",
+    "security": "Security",
+    "legal": "Legal",
+    "eng_manager": "Engineering Manager",
+}
+MINUTES_PER_STEP = 5
+DAY = 1440
+_WEEKDAYS = ("Mon", "Tue", "Wed", "Thu", "Fri", "Sat", "Sun")
+
+
+def clock_label(minute: int) -> str:
+    """A readable time for a minute of the clock (minute 0 is Monday 09:00)."""
+    total = 9 * 60 + minute
+    day, rest = divmod(total, DAY)
+    return f"{_WEEKDAYS[day % 7]} {rest // 60:02d}:{rest % 60:02d}"
 
 
 class Ticket(NamedTuple):
@@ -29,6 +53,11 @@ class Ticket(NamedTuple):
     verified: bool = False
     linked_approval: str | None = None
     blocked_reason: str | None = None
+    resolution: str | None = None
+    decided_at: int | None = None
+    """Clock minute at which ``resolution`` was set."""
+    decided_metrics: Mapping[str, Metric] | None = None
+    """The metrics as they were when the resolution was set (what the decision rested on)."""
 
     def get(self, name: str) -> Any:
         return getattr(self, name)
@@ -40,31 +69,41 @@ class Metric(NamedTuple):
     unit: str
     source: str
     value: float
-    """What DataHub serves now: a cached copy that may be stale."""
+    """What DataHub serves now: a cached copy that may be old."""
     true_value: float
     """The system of record; a refresh brings ``value`` to it."""
-    stale_days: int
-    max_age_days: int
+    as_of: int
+    """Clock minute the served value was taken (negative: before the episode began)."""
+    max_age: int
+    """Minutes after which the served value is stale."""
     threshold_op: str | None = None
     threshold: float | None = None
+    dataset: str | None = None
     version: int = 0
     """Bumps whenever a refresh replaces the served value."""
     fresh_read: int = -1
     """The ``version`` the agent last read while the metric was fresh (-1: never)."""
 
-    @property
-    def stale(self) -> bool:
-        return self.stale_days > self.max_age_days
+    def age(self, now: int) -> int:
+        return now - self.as_of
 
-    @property
-    def read_fresh(self) -> bool:
-        return self.fresh_read == self.version and not self.stale
+    def stale(self, now: int) -> bool:
+        return now - self.as_of > self.max_age
+
+    def read_fresh(self, now: int) -> bool:
+        """The agent has read the current value while fresh, and it still is."""
+        return self.fresh_read == self.version and not self.stale(now)
 
     def threshold_pass(self, value: float | None = None) -> bool | None:
         v = self.value if value is None else value
         if self.threshold is None or self.threshold_op is None:
             return None
-        return v >= self.threshold if self.threshold_op == ">=" else v <= self.threshold
+        return {
+            ">=": v >= self.threshold,
+            "<=": v <= self.threshold,
+            ">": v > self.threshold,
+            "<": v < self.threshold,
+        }[self.threshold_op]
 
 
 class Person(NamedTuple):
@@ -80,8 +119,9 @@ class Person(NamedTuple):
 
 class ApprovalField(NamedTuple):
     key: str
-    kind: str  # "metric" | "ticket" | "text"
+    kind: str  # "metric" | "ticket" | "text" | "approval"
     metric: str | None = None
+    approval_type: str | None = None
     description: str = ""
 
 
@@ -91,6 +131,8 @@ class ApprovalType(NamedTuple):
     required_role: str
     fields: tuple[ApprovalField, ...]
     requires_verified_ticket: bool = True
+    grants: str | None = None
+    """The data key naming the dataset an approved request grants access to."""
 
     @property
     def keys(self) -> tuple[str, ...]:
@@ -98,19 +140,24 @@ class ApprovalType(NamedTuple):
 
 
 class Evidence(NamedTuple):
-    """Facts about the world at the moment a request was submitted, kept with the request:
-    the approver reviews the request as submitted, and grading asks whether it was right."""
+    """The world as it was when a request was submitted, kept with the request: the approver
+    reviews the request as submitted, and grading asks whether it was made right."""
 
+    at: int
+    """Clock minute of submission."""
     routed_to: str | None
-    """Who should have received it then (the role holder, or their delegate while away)."""
+    """Who should have received it then (the role holder, or whoever covers while away)."""
     authorized: bool
-    ticket_verified: bool
+    tickets: Mapping[str, Ticket]
+    metrics: Mapping[str, Metric]
     mismatched: tuple[str, ...] = ()
     """Data keys whose values differ from the system of record at submission."""
     unread: tuple[str, ...] = ()
     """Metric-backed keys the agent had not read fresh before submitting."""
     stale_used: tuple[str, ...] = ()
     """Metric-backed keys whose value was the stale cached one."""
+    prior_missing: tuple[str, ...] = ()
+    """Approval-backed keys that did not name an approved request of the required type."""
 
 
 class Approval(NamedTuple):
@@ -121,14 +168,18 @@ class Approval(NamedTuple):
     ticket_id: str | None
     submitted_step: int
     evidence: Evidence
-    status: str = "pending"  # pending | approved | rejected
+    due_at: int
+    """Clock minute from which the approver decides (if in office)."""
+    pending_since: int = 0
+    """Clock minute it last became pending (submitted or escalated): its SLA runs from here."""
+    status: str = "pending"  # pending | approved | rejected | expired
     polls: int = 0
-    polls_required: int = 1
     reason: str | None = None
     cause: str | None = None
     rejections: int = 0
     chance_rejections: int = 0
     escalations: int = 0
+    decided_at: int | None = None
 
 
 class EpisodeInfo(NamedTuple):
@@ -144,11 +195,26 @@ class EpisodeInfo(NamedTuple):
 class Task(NamedTuple):
     text: str
     goal: Goal
+    family: str = ""
+    instance_id: str = ""
 
 
 class ChaosLedger(NamedTuple):
     kinds: frozenset[str] = frozenset()
     faults: int = 0
+
+
+class Services(NamedTuple):
+    """How the three apps behave as services: outages, rate limits, the SLA on requests."""
+
+    outages: Mapping[str, tuple[int, int]] = {}
+    """App -> [from, until) clock minutes it is down."""
+    limits: Mapping[str, tuple[int, int]] = {}
+    """App -> (calls, window minutes) allowed before it answers 429."""
+    calls: Mapping[str, tuple[int, ...]] = {}
+    """App -> clock minutes of its recent calls (rate-limited apps only)."""
+    sla: int | None = None
+    """Minutes a request may stay undecided before it expires."""
 
 
 class World(NamedTuple):
@@ -164,10 +230,19 @@ class World(NamedTuple):
     approval_types: Mapping[str, ApprovalType] = {}
     approvals: Mapping[str, Approval] = {}
     chaos: ChaosLedger = ChaosLedger()
+    grants: frozenset[str] = frozenset()
+    services: Services = Services()
+    baseline: Mapping[str, Ticket] | None = None
+    """The tickets as the task found them (set by the first call): collateral damage is any
+    change from this that the task did not call for."""
 
     @property
     def ended(self) -> bool:
         return self.outcome is not None
+
+    @property
+    def clock(self) -> int:
+        return self.step * MINUTES_PER_STEP
 
     @property
     def steps_remaining(self) -> int:

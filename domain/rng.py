@@ -45,3 +45,19 @@ class KeyedRNG:
         """``k`` distinct options, order by keyed score (stable, independent draws)."""
         ranked = sorted(range(len(options)), key=lambda i: self._bits(seq, f"{purpose}#{i}"))
         return [options[i] for i in ranked[:k]]
+
+
+class AdversarialRNG(KeyedRNG):
+    """Every draw goes against the player: chance events happen (up to their caps), ranges give
+    their top. Used to find an instance's worst case, never to play."""
+
+    __slots__ = ()
+
+    def __init__(self) -> None:
+        super().__init__(0)
+
+    def uniform(self, seq: int, purpose: str) -> float:
+        return 0.0
+
+    def randint(self, seq: int, purpose: str, lo: int, hi: int) -> int:
+        return max(lo, hi)

@@ -21,7 +21,15 @@ from companyos.events.types import (
     TicketViewed,
 )
 
-from .model import PRIORITIES, STATUSES, TICKET_FIELDS, Ticket, World, normalize_ticket_id
+from .model import (
+    PRIORITIES,
+    RESOLUTIONS,
+    STATUSES,
+    TICKET_FIELDS,
+    Ticket,
+    World,
+    normalize_ticket_id,
+)
 from .tooling import Ctx, Params, Registry, reject
 
 APP = "ticketdesk"
@@ -52,7 +60,8 @@ class UpdateTicketParams(Params):
         description=(
             "New value. priority: low|medium|high|critical; assignee: a person's name (null to "
             "unassign); status: open|in_progress|blocked|resolved|closed; verified: true|false; "
-            "linked_approval: an approval id such as APR-1001."
+            "linked_approval: an approval id such as APR-1001; resolution: declined|flagged "
+            "(a decision not to go ahead, or to hand it to a human), or null."
         )
     )
 
@@ -70,6 +79,7 @@ def ticket_view(t: Ticket) -> dict[str, Any]:
         "status": t.status,
         "verified": t.verified,
         "linked_approval": t.linked_approval,
+        "resolution": t.resolution,
     }
     if t.blocked_reason and t.status == "blocked":
         view["blocked_reason"] = t.blocked_reason
@@ -150,6 +160,12 @@ def _coerce(field: str, value: Any) -> tuple[Any, str | None]:
         if isinstance(value, str) and value.strip().lower() in ("true", "false"):
             return value.strip().lower() == "true", None
         return None, "verified must be true or false"
+    if field == "resolution":
+        if value is None:
+            return None, None
+        if isinstance(value, str) and value.strip().lower() in RESOLUTIONS:
+            return value.strip().lower(), None
+        return None, f"resolution must be one of {', '.join(RESOLUTIONS)}, or null"
     if field == "linked_approval":
         if value is None:
             return None, None
@@ -214,7 +230,16 @@ def update_ticket(world: World, p: UpdateTicketParams, ctx: Ctx) -> list[Event]:
 
 
 def on_ticket_created(world: World, e: TicketCreated) -> World:
-    t = Ticket(e.ticket_id, e.title, e.description, e.priority, e.assignee, e.status, e.verified)
+    t = Ticket(
+        e.ticket_id,
+        e.title,
+        e.description,
+        e.priority,
+        e.assignee,
+        e.status,
+        e.verified,
+        resolution=e.resolution,
+    )
     return world._replace(tickets={**world.tickets, e.ticket_id: t})
 
 
@@ -223,6 +248,11 @@ def on_ticket_updated(world: World, e: TicketUpdated) -> World:
     changes: dict[str, Any] = {e.field: e.new}
     if e.field == "status" and e.new != "blocked":
         changes["blocked_reason"] = None
+    if e.field == "resolution":
+        # A decision rests on the data as it was when it was made: keep that with it.
+        decided = e.new is not None
+        changes["decided_at"] = world.clock if decided else None
+        changes["decided_metrics"] = world.metrics if decided else None
     return world._replace(tickets={**world.tickets, e.ticket_id: t._replace(**changes)})
 
 
@@ -232,6 +262,8 @@ def on_chaos(world: World, e: ChaosInjected) -> World:
         t = t._replace(**{e.params["field"]: None})
     elif e.kind == "blocked_ticket":
         t = t._replace(status="blocked", blocked_reason=e.params.get("reason"))
+    elif e.kind == "conflicting_values":  # the ticket states a figure the record contradicts
+        t = t._replace(description=str(e.params["description"]))
     return world._replace(tickets={**world.tickets, e.target: t})
 
 
@@ -239,4 +271,4 @@ EVOLVERS = {
     "TicketCreated": on_ticket_created,
     "TicketUpdated": on_ticket_updated,
 }
-CHAOS = {"missing_field": on_chaos, "blocked_ticket": on_chaos}
+CHAOS = {"missing_field": on_chaos, "blocked_ticket": on_chaos, "conflicting_values": on_chaos}

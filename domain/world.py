@@ -16,9 +16,16 @@ from companyos.events.types import (
 )
 
 from . import approvalflow, datahub, ticketdesk
-from .model import ChaosLedger, EpisodeInfo, Task, World
+from .model import MINUTES_PER_STEP, ChaosLedger, EpisodeInfo, Task, World
 
 Evolve = Callable[[World, Any], World]
+
+FAULT_KINDS = {
+    "unavailable": "transient_fault",
+    "outage": "partial_outage",
+    "rate_limited": "rate_limit",
+}
+"""The chaos kind each kind of refused call belongs to."""
 
 
 def _started(world: World, e: EpisodeStarted) -> World:
@@ -30,11 +37,21 @@ def _started(world: World, e: EpisodeStarted) -> World:
 
 
 def _task(world: World, e: TaskAssigned) -> World:
-    return world._replace(task=Task(e.text, e.goal))
+    return world._replace(task=Task(e.text, e.goal, e.family, e.instance_id))
 
 
 def _called(world: World, e: ToolCalled) -> World:
-    return world._replace(step=e.step)
+    changes: dict[str, Any] = {"step": e.step}
+    if world.baseline is None:
+        changes["baseline"] = world.tickets  # the task begins with the first call
+    limits = world.services.limits
+    if e.app in limits:  # a rate-limited service counts every call, refused ones too
+        clock = e.step * MINUTES_PER_STEP
+        _, window = limits[e.app]
+        kept = tuple(t for t in world.services.calls.get(e.app, ()) if t > clock - window)
+        calls = {**world.services.calls, e.app: (*kept, clock)}
+        changes["services"] = world.services._replace(calls=calls)
+    return world._replace(**changes)
 
 
 def _ended(world: World, e: EpisodeEnded) -> World:
@@ -43,10 +60,46 @@ def _ended(world: World, e: EpisodeEnded) -> World:
 
 def _fault(world: World, e: FaultInjected) -> World:
     c = world.chaos
-    return world._replace(chaos=ChaosLedger(c.kinds | {"transient_fault"}, c.faults + 1))
+    kind = FAULT_KINDS.get(e.kind, e.kind)
+    faults = c.faults + (e.kind == "unavailable")
+    if kind in c.kinds and faults == c.faults:
+        return world
+    return world._replace(chaos=ChaosLedger(c.kinds | {kind}, faults))
 
 
-_CHAOS: dict[str, Evolve] = {**ticketdesk.CHAOS, **datahub.CHAOS, **approvalflow.CHAOS}
+def _services(world: World, e: ChaosInjected) -> World:
+    s = world.services
+    if e.kind == "rate_limit":
+        s = s._replace(
+            limits={**s.limits, e.target: (int(e.params["calls"]), int(e.params["window_minutes"]))}
+        )
+    elif e.kind == "partial_outage":
+        s = s._replace(
+            outages={
+                **s.outages,
+                e.target: (int(e.params["from_minute"]), int(e.params["until_minute"])),
+            }
+        )
+    elif e.kind == "approval_sla":
+        s = s._replace(sla=int(e.params["minutes"]))
+    return world._replace(services=s)
+
+
+def _duplicate(world: World, e: ChaosInjected) -> World:
+    original = world.tickets[e.params["of"]]
+    copy = original._replace(ticket_id=e.target)
+    return world._replace(tickets={**world.tickets, e.target: copy})
+
+
+_CHAOS: dict[str, Evolve] = {
+    **ticketdesk.CHAOS,
+    **datahub.CHAOS,
+    **approvalflow.CHAOS,
+    "rate_limit": _services,
+    "partial_outage": _services,
+    "approval_sla": _services,
+    "duplicate_ticket": _duplicate,
+}
 
 
 def _chaos(world: World, e: ChaosInjected) -> World:

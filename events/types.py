@@ -65,24 +65,71 @@ class EpisodeStarted(Event):
     """Who plays (a label for analysis: "oracle", "random", a model name), if said."""
 
 
-class Goal(BaseModel):
-    """What success means for a task, as data (grading never reads the task text)."""
+class TicketGoal(BaseModel):
+    """How one ticket must end."""
 
     model_config = ConfigDict(frozen=True, extra="forbid")
     ticket_id: str
-    ticket_fields: dict[str, str] = Field(default_factory=dict)
+    fields: dict[str, str] = Field(default_factory=dict)
+    """Field values it must have (a missing priority restored, the right assignee)."""
     unblock: bool = False
-    verify: bool = True
-    metrics: tuple[str, ...] = ()
+    verify: bool = False
+    status: str | None = None
+    """A status it must reach (e.g. resolved), if any."""
+    resolution: Literal["declined", "flagged"] | None = None
+    """The decision it must carry, for decision tasks."""
+
+
+class ApprovalGoal(BaseModel):
+    """One approval the task needs, in the order given (each after the previous is approved)."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
     approval_type: str
-    approval_data: dict[str, str] = Field(default_factory=dict)
+    data: dict[str, str] = Field(default_factory=dict)
+    """Expected values of its text fields (metric, ticket and approval fields are checked
+    against the system of record)."""
+
+
+class Criterion(BaseModel):
+    """The rule a decision task states, as data: qualifies when ``metric op threshold`` (or
+    ``metric op against``, another metric). Grading does not use it (the goal says what the
+    right decision is); it lets a baseline decide the way its text says, on the data it saw."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+    metric: str
+    op: Literal[">=", "<="]
+    threshold: float | None = None
+    against: str | None = None
+
+
+class Goal(BaseModel):
+    """What success means for a task, as data (grading never reads the task text). Version 2
+    of TaskAssigned replaced the single ticket and approval of version 1 with lists."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+    tickets: tuple[TicketGoal, ...]
+    metrics: tuple[str, ...] = ()
+    """Metrics that must be read fresh before acting on them."""
+    access: tuple[str, ...] = ()
+    """Restricted datasets the agent must be granted before it can read them."""
+    approvals: tuple[ApprovalGoal, ...] = ()
+    decision: Literal["approve", "decline", "flag"] = "approve"
+    criterion: Criterion | None = None
+
+    @property
+    def ticket_id(self) -> str:
+        """The task's main ticket."""
+        return self.tickets[0].ticket_id
 
 
 class TaskAssigned(Event):
+    schema_version: ClassVar[int] = 2
     nested: ClassVar[bool] = True
     type: Literal["TaskAssigned"] = "TaskAssigned"
     text: str
     goal: Goal
+    family: str = ""
+    instance_id: str = ""
 
 
 class EpisodeEnded(Event):
@@ -117,19 +164,27 @@ class TicketCreated(Event):
     assignee: str | None
     status: str
     verified: bool = False
+    resolution: str | None = None
 
 
 class MetricRecorded(Event):
+    """A metric as its system of record holds it. Version 2 measures age in minutes of the
+    simulated clock (version 1 had whole days) and can restrict it to a dataset."""
+
+    schema_version: ClassVar[int] = 2
     type: Literal["MetricRecorded"] = "MetricRecorded"
     name: str
     description: str
     value: float
     unit: str
     source: str
-    stale_days: int = 0
-    max_age_days: int = 1
-    threshold_op: Literal[">=", "<="] | None = None
+    age_minutes: int = 0
+    """How old the served value is at the start of the episode."""
+    max_age_minutes: int = 1440
+    threshold_op: Literal[">=", "<=", ">", "<"] | None = None
     threshold: float | None = None
+    dataset: str | None = None
+    """Readable only with access to this dataset (None: open to everyone)."""
 
 
 class ApproverRegistered(Event):
@@ -145,8 +200,10 @@ class ApproverRegistered(Event):
 class ApprovalFieldSpec(BaseModel):
     model_config = ConfigDict(frozen=True, extra="forbid")
     key: str
-    kind: Literal["metric", "ticket", "text"]
+    kind: Literal["metric", "ticket", "text", "approval"]
     metric: str | None = None
+    approval_type: str | None = None
+    """For kind "approval": the type the referenced (approved) request must have."""
     description: str = ""
 
 
@@ -158,6 +215,8 @@ class ApprovalTypeDefined(Event):
     required_role: str
     fields: tuple[ApprovalFieldSpec, ...]
     requires_verified_ticket: bool = True
+    grants: str | None = None
+    """The dataset an approved request of this type grants access to."""
 
 
 class ChaosInjected(Event):
@@ -201,12 +260,16 @@ class ActionRejected(Event):
 
 
 class FaultInjected(Event):
-    """A transient service failure: the call had no effect and may be retried."""
+    """A call refused by the service, with no effect: a transient failure ("unavailable"),
+    rate limiting ("rate_limited", retry after some minutes) or an outage ("outage", until a
+    minute of the clock)."""
 
     type: Literal["FaultInjected"] = "FaultInjected"
     app: str
     method: str
     kind: str = "unavailable"
+    retry_after_minutes: int | None = None
+    until_minute: int | None = None
 
 
 class TicketsListed(Event):
@@ -290,6 +353,13 @@ class ApprovalDecided(Event):
     cause: str = "review"
 
 
+class ApprovalExpired(Event):
+    """A request left undecided past its deadline (an approval SLA)."""
+
+    type: Literal["ApprovalExpired"] = "ApprovalExpired"
+    approval_id: str
+
+
 class ApprovalEscalated(Event):
     type: Literal["ApprovalEscalated"] = "ApprovalEscalated"
     approval_id: str
@@ -328,6 +398,7 @@ AnyEvent = Annotated[
     | ApprovalPolled
     | ApprovalDecided
     | ApprovalEscalated
+    | ApprovalExpired
     | ApprovalsListed,
     Field(discriminator="type"),
 ]

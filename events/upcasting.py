@@ -45,6 +45,33 @@ def _episode_started_v1(p: Payload) -> Payload:
     }
 
 
+@upcaster("TaskAssigned", 1)
+def _task_assigned_v1(p: Payload) -> Payload:
+    # v1 goals had one ticket and one approval: the first shape of this project.
+    g = p["goal"]
+    ticket = {
+        "ticket_id": g["ticket_id"],
+        "fields": g.get("ticket_fields", {}),
+        "unblock": g.get("unblock", False),
+        "verify": g.get("verify", True),
+    }
+    goal = {
+        "tickets": [ticket],
+        "metrics": g.get("metrics", []),
+        "approvals": [{"approval_type": g["approval_type"], "data": g.get("approval_data", {})}],
+    }
+    return {"text": p["text"], "goal": goal, "family": "", "instance_id": ""}
+
+
+@upcaster("MetricRecorded", 1)
+def _metric_recorded_v1(p: Payload) -> Payload:
+    # v1 counted age in whole days; the clock now runs in minutes.
+    out = {k: v for k, v in p.items() if k not in ("stale_days", "max_age_days")}
+    out["age_minutes"] = int(p.get("stale_days", 0)) * 1440
+    out["max_age_minutes"] = int(p.get("max_age_days", 1)) * 1440
+    return out
+
+
 def upcast(event_type: str, version: int, payload: Payload) -> Payload:
     cls = EVENT_TYPES.get(event_type)
     if cls is None:

@@ -3,7 +3,7 @@ summaries."""
 
 from __future__ import annotations
 
-from .milestones import SUCCESS, Milestone, MilestoneGraph, achieved, milestones_for, progress
+from .milestones import Milestone, MilestoneGraph, achieved, milestones_for, progress
 from .observation import render_result, render_world, tool_manifest
 from .replay import Replay, StepRecord, cached_rewards, replay
 from .reward import (
@@ -20,7 +20,6 @@ from .summary import EpisodeSummary, Headline, headline, summarize
 
 __all__ = [
     "PROFILES",
-    "SUCCESS",
     "EpisodeSummary",
     "Headline",
     "Milestone",

@@ -2,12 +2,14 @@
 
 A milestone counts only while its predicate holds *and* every prerequisite counts, so progress
 made out of order or on the wrong object is worth nothing, and undoing a step takes its credit
-away again (the original's flags never reset).
+away again (the original's flags never reset). The last milestone is the task's end (the last
+approval approved, or the right decision made); it needs `clean` (no collateral damage).
 
-Each milestone also says which part of the world its predicate reads (the task's ticket, one
-metric, the approvals). The world is immutable and a step replaces only what it changes, so a
-milestone whose part is the very same object as last time has the same value: the graph keeps
-the last (part, value) per milestone and re-evaluates only what a step touched.
+Each milestone also says which part of the world its predicate reads (the task's ticket, the
+approvals, ...). The world is immutable and a step replaces only what it changes, so a
+milestone whose part is the very same object(s) as last time has the same value: the graph
+keeps the last (part, value) per milestone and re-evaluates only what a step touched. Those
+that depend on the clock (data freshness) have no part and are always evaluated.
 """
 
 from __future__ import annotations
@@ -21,7 +23,6 @@ from companyos.domain.model import World
 from companyos.events.types import Goal
 
 FIELD_KINDS = {"priority": "set_priority", "assignee": "set_assignee"}
-SUCCESS = "approval_approved"
 _NOTHING = object()
 
 
@@ -32,8 +33,20 @@ class Milestone:
     """The reward-profile weight it earns."""
     prereqs: tuple[str, ...]
     check: Callable[[World], bool]
-    reads: Callable[[World], Any]
-    """The part of the world ``check`` depends on (compared by identity)."""
+    reads: Callable[[World], Any] | None
+    """The part(s) of the world ``check`` depends on, compared by identity (None: always
+    evaluate)."""
+
+
+def _same(a: Any, b: Any) -> bool:
+    if a is b:
+        return True
+    return (
+        type(a) is tuple
+        and type(b) is tuple
+        and len(a) == len(b)
+        and all(x is y for x, y in zip(a, b, strict=True))
+    )
 
 
 class MilestoneGraph:
@@ -42,6 +55,7 @@ class MilestoneGraph:
     def __init__(self, milestones: tuple[Milestone, ...]) -> None:
         self.milestones = milestones
         self.ids = tuple(m.id for m in milestones)
+        self.success_id = milestones[-1].id
         self._memo: list[tuple[Any, bool]] = [(_NOTHING, False)] * len(milestones)
         self._phi: dict[tuple[int, frozenset[str]], tuple[Any, float]] = {}
 
@@ -59,13 +73,16 @@ class MilestoneGraph:
         memo = self._memo
         parts: dict[Any, Any] = {}  # milestones share their readers: read each part once
         for i, m in enumerate(self.milestones):
-            part = parts.get(m.reads, _NOTHING)
-            if part is _NOTHING:
-                part = parts[m.reads] = m.reads(world)
-            seen, value = memo[i]
-            if seen is not part:
+            if m.reads is None:
                 value = m.check(world)
-                memo[i] = (part, value)
+            else:
+                part = parts.get(m.reads, _NOTHING)
+                if part is _NOTHING:
+                    part = parts[m.reads] = m.reads(world)
+                seen, value = memo[i]
+                if not _same(seen, part):
+                    value = m.check(world)
+                    memo[i] = (part, value)
             if value and done.issuperset(m.prereqs):
                 done.add(m.id)
         return frozenset(done)
@@ -84,63 +101,149 @@ class MilestoneGraph:
 def milestones_for(goal: Goal) -> MilestoneGraph:
     """The task's milestones in dependency order (every prerequisite comes first)."""
     g = goal
-
-    def ticket(w: World) -> Any:
-        return w.tickets.get(g.ticket_id)
+    ms: list[Milestone] = []
 
     def approvals(w: World) -> Any:
         return w.approvals
 
-    ms: list[Milestone] = []
-    ticket_ids: list[str] = []
-    if g.unblock:
+    def settled(w: World) -> bool:
+        # Once the task's work stands on fresh data, later staleness cannot take that away.
+        if g.decision != "approve":
+            return goals.decision_ok(w, g)
+        return bool(g.approvals) and bool(goals.valid_submissions(w, g, 0))
+
+    ready: list[str] = []
+    for j, tg in enumerate(g.tickets):
+        tid = tg.ticket_id
+        suffix = "" if j == 0 else f":{tid}"
+
+        def ticket(w: World, _t: str = tid) -> Any:
+            return w.tickets.get(_t)
+
+        fixes: list[str] = []
+        if tg.unblock:
+            ms.append(
+                Milestone(
+                    f"ticket_unblocked{suffix}",
+                    "unblock",
+                    (),
+                    lambda w, _t=tid: goals.unblocked(w.tickets.get(_t)),
+                    ticket,
+                )
+            )
+            fixes.append(ms[-1].id)
+        for name in tg.fields:
+            ms.append(
+                Milestone(
+                    f"ticket_{name}{suffix}",
+                    FIELD_KINDS.get(name, "fix_field"),
+                    (),
+                    lambda w, _t=tid, _n=name, _g=tg: goals.field_ok(w.tickets.get(_t), _g, _n),
+                    ticket,
+                )
+            )
+            fixes.append(ms[-1].id)
+        last = tuple(fixes)
+        if tg.verify:
+            ms.append(
+                Milestone(
+                    f"ticket_verified{suffix}",
+                    "verify",
+                    last,
+                    lambda w, _t=tid: goals.verified(w.tickets.get(_t)),
+                    ticket,
+                )
+            )
+            last = (ms[-1].id,)
+        if tg.status is not None:
+            ms.append(
+                Milestone(
+                    f"ticket_{tg.status}{suffix}",
+                    "resolve_ticket",
+                    last,
+                    lambda w, _t=tid, _g=tg: goals.status_ok(w.tickets.get(_t), _g),
+                    ticket,
+                )
+            )
+            last = (ms[-1].id,)
+        ready += last
+    for dataset in g.access:
         ms.append(
-            Milestone("ticket_unblocked", "unblock", (), lambda w: goals.unblocked(w, g), ticket)
+            Milestone(
+                f"access:{dataset}",
+                "access",
+                (),
+                lambda w, _d=dataset: goals.access_ok(w, _d),
+                lambda w: w.grants,
+            )
         )
-        ticket_ids.append("ticket_unblocked")
-    for name in g.ticket_fields:
-        mid = f"ticket_{name}"
-        kind = FIELD_KINDS.get(name, "fix_field")
-        ms.append(Milestone(mid, kind, (), lambda w, n=name: goals.field_ok(w, g, n), ticket))
-        ticket_ids.append(mid)
-    ready = tuple(ticket_ids)
-    if g.verify:
-        ms.append(
-            Milestone("ticket_verified", "verify", ready, lambda w: goals.verified(w, g), ticket)
-        )
-        ready = ("ticket_verified",)
-    reads: list[str] = []
+        ready.append(ms[-1].id)
     for metric in g.metrics:
         fresh, read = f"data_fresh:{metric}", f"data_read:{metric}"
-
-        def part(w: World, m: str = metric) -> Any:
-            return w.metrics.get(m)
-
         ms.append(
             Milestone(
-                fresh, "refresh_stale", (), lambda w, m=metric: goals.metric_fresh(w, m), part
+                fresh,
+                "refresh_stale",
+                (),
+                lambda w, _m=metric: goals.metric_fresh(w, _m) or settled(w),
+                None,
             )
         )
         ms.append(
             Milestone(
-                read, "fresh_read", (fresh,), lambda w, m=metric: goals.metric_read(w, m), part
+                read,
+                "fresh_read",
+                (fresh,),
+                lambda w, _m=metric: goals.metric_read(w, _m) or settled(w),
+                None,
             )
         )
-        reads.append(read)
     ms.append(
         Milestone(
-            "approval_submitted",
-            "valid_submission",
-            ready + tuple(reads),
-            lambda w: bool(goals.valid_submissions(w, g)),
-            approvals,
+            "clean",
+            "clean",
+            (),
+            lambda w: not goals.collateral(w),
+            lambda w: (w.tickets, w.approvals),
         )
     )
-    ms.append(
-        Milestone(
-            SUCCESS, "approved", ("approval_submitted",), lambda w: goals.approved(w, g), approvals
+    if g.decision != "approve":
+        ms.append(
+            Milestone(
+                f"decided:{g.decision}",
+                "decision",
+                (*ready, "clean"),
+                lambda w: goals.decision_ok(w, g),
+                lambda w, _t=g.ticket_id: w.tickets.get(_t),
+            )
         )
-    )
+        return MilestoneGraph(tuple(ms))
+    before: tuple[str, ...] = tuple(ready)
+    for i, ag in enumerate(g.approvals):
+        final = i == len(g.approvals) - 1
+        sid, aid = f"submitted:{ag.approval_type}", f"approved:{ag.approval_type}"
+        ms.append(
+            Milestone(
+                sid,
+                "valid_submission",
+                before,
+                lambda w, _i=i: bool(goals.valid_submissions(w, g, _i)),
+                approvals,
+            )
+        )
+        ms.append(
+            Milestone(
+                aid,
+                "approved",
+                (sid, "clean") if final else (sid,),
+                lambda w, _i=i: goals.approved(w, g, _i),
+                approvals,
+            )
+        )
+        before = (aid,)
+    clean = next(m for m in ms if m.id == "clean")
+    ms.remove(clean)
+    ms.insert(len(ms) - 1, clean)  # just before the end it guards
     return MilestoneGraph(tuple(ms))
 
 

@@ -14,7 +14,7 @@ from typing import Any
 from companyos.domain.approvalflow import approval_type_view, approval_view
 from companyos.domain.catalogue import TOOLS
 from companyos.domain.datahub import approver_view, metric_summary, metric_view
-from companyos.domain.model import World
+from companyos.domain.model import World, clock_label
 from companyos.domain.ticketdesk import ticket_summary, ticket_view
 from companyos.events.types import (
     ActionRejected,
@@ -54,9 +54,31 @@ def _rejected(world: World, e: ActionRejected) -> Rendered:
 
 def _fault(world: World, e: FaultInjected) -> Rendered:
     title = APP_TITLES.get(e.app, e.app)
-    msg = f"{title} is temporarily unavailable (503). Nothing changed; retry the same call."
-    code = "service_unavailable"
-    return {"error": code, "retryable": True, "message": msg}, msg, code
+    if e.kind == "rate_limited":
+        code = "rate_limited"
+        msg = (
+            f"{title} answered 429 Too Many Requests: nothing changed; retry after "
+            f"{e.retry_after_minutes} minutes (calls made meanwhile count too)."
+        )
+        result = {
+            "error": code,
+            "retryable": True,
+            "retry_after_minutes": e.retry_after_minutes,
+            "message": msg,
+        }
+    elif e.kind == "outage":
+        code = "service_down"
+        until = clock_label(e.until_minute or 0)
+        msg = (
+            f"{title} is down for maintenance until {until}. Nothing changed; work in the "
+            "other apps meanwhile."
+        )
+        result = {"error": code, "retryable": True, "until": until, "message": msg}
+    else:
+        code = "service_unavailable"
+        msg = f"{title} is temporarily unavailable (503). Nothing changed; retry the same call."
+        result = {"error": code, "retryable": True, "message": msg}
+    return result, msg, code
 
 
 def _tickets_listed(world: World, e: TicketsListed) -> Rendered:
@@ -91,19 +113,14 @@ def _metrics_listed(world: World, e: MetricsListed) -> Rendered:
 def _metric_queried(world: World, e: MetricQueried) -> Rendered:
     # What was served at the time, not what the metric holds after later refreshes.
     m = world.metrics[e.metric]
-    view = metric_view(m)
-    view.update(
-        value=e.value,
-        stale_days=e.stale_days,
-        is_stale=e.stale,
-        threshold_pass=m.threshold_pass(e.value),
-    )
+    view = metric_view(m, world.clock, value=e.value)
+    view["is_stale"] = e.stale
     stale = " (STALE: refresh before use)" if e.stale else ""
     return view, f"{e.metric} = {e.value} {m.unit}{stale}.", None
 
 
 def _metric_refreshed(world: World, e: MetricRefreshed) -> Rendered:
-    view = metric_view(world.metrics[e.metric])
+    view = metric_view(world.metrics[e.metric], world.clock)
     view["previous_value"] = e.old
     changed = "changed" if e.old != e.new else "unchanged"
     return view, f"{e.metric} refreshed: {e.old} -> {e.new} ({changed}).", None
@@ -188,6 +205,8 @@ def render_world(world: World) -> dict[str, Any]:
             "difficulty": info.difficulty,
             "max_steps": info.max_steps,
             "step": world.step,
+            "clock_minutes": world.clock,
+            "time": clock_label(world.clock),
             "outcome": world.outcome,
             "forked_from": None
             if info.forked_from is None
@@ -195,7 +214,7 @@ def render_world(world: World) -> dict[str, Any]:
         },
         "ticketdesk": {"tickets": [ticket_view(t) for t in world.tickets.values()]},
         "datahub": {
-            "metrics": [metric_view(m) for m in world.metrics.values()],
+            "metrics": [metric_view(m, world.clock) for m in world.metrics.values()],
             "directory": [
                 {
                     "name": p.name,
@@ -212,6 +231,16 @@ def render_world(world: World) -> dict[str, Any]:
             "approvals": [approval_view(world, a) for a in world.approvals.values()],
         },
         "chaos": sorted(world.chaos.kinds),
+        "services": {
+            "outages": {
+                a: [clock_label(f), clock_label(u)] for a, (f, u) in world.services.outages.items()
+            },
+            "rate_limits": {
+                a: {"calls": c, "window_minutes": w} for a, (c, w) in world.services.limits.items()
+            },
+            "approval_sla_minutes": world.services.sla,
+            "access": sorted(world.grants),
+        },
     }
 
 

@@ -18,7 +18,7 @@ from pydantic import BaseModel, ConfigDict
 from companyos.domain.model import World
 from companyos.events.types import Event
 
-from .milestones import SUCCESS, MilestoneGraph
+from .milestones import MilestoneGraph
 
 
 class RewardProfile(BaseModel):
@@ -37,6 +37,15 @@ class RewardProfile(BaseModel):
     fresh_read: float = 0.5
     valid_submission: float = 2.0
     approved: float = 3.0
+    resolve_ticket: float = 1.0
+    """A ticket brought to the status the task asks for (e.g. resolved)."""
+    access: float = 1.0
+    """Access to a restricted dataset granted."""
+    decision: float = 5.0
+    """A decision task's right decision, made on fresh data (worth a submission and an
+    approval)."""
+    clean: float = 0.0
+    """No collateral damage: a gate on the last milestone, worth nothing by itself."""
     failed_call: float = -0.3
     hallucinated_tool: float = -1.0
     rejection: float = -0.5
@@ -210,7 +219,7 @@ def score_step(
             spent = room
         terms.update(penalties)
     outcome = None
-    if SUCCESS in done:
+    if graph.success_id in done:
         outcome = "success"
         terms["success"] = profile.success
     elif world.info is not None and world.step >= world.info.max_steps:

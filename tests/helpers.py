@@ -1,10 +1,13 @@
-"""Small helpers shared by tests."""
+"""Small helpers shared by tests: calls by name, and facts about the instance an environment is
+playing (worlds are drawn from a seed, so tests read ids and values from the world)."""
 
 from __future__ import annotations
 
 from typing import Any
 
 from companyos.api import CompanyOSEnvironment, CompanyOSObservation
+from companyos.domain.model import World, effective_approver
+from companyos.events.types import ChaosInjected
 
 
 def call(env: CompanyOSEnvironment, app: str, method: str, **params: Any) -> CompanyOSObservation:
@@ -27,13 +30,74 @@ def update(env: CompanyOSEnvironment, ticket: str, field: str, value: Any) -> Co
     return td(env, "update_ticket", ticket_id=ticket, field=field, value=value)
 
 
+def retry(fn: Any, *args: Any, **kw: Any) -> CompanyOSObservation:
+    """Call until no transient fault answers (faults are chaos, not the point of most tests)."""
+    for _ in range(12):
+        obs = fn(*args, **kw)
+        if obs.error not in ("service_unavailable", "rate_limited", "service_down"):
+            return obs
+    raise AssertionError("faults never stopped")
+
+
+def world(env: CompanyOSEnvironment) -> World:
+    assert env.episode is not None
+    return env.episode.world
+
+
+def main_ticket(env: CompanyOSEnvironment) -> str:
+    w = world(env)
+    assert w.task is not None
+    return w.task.goal.ticket_id
+
+
+def task_metric(env: CompanyOSEnvironment, i: int = 0) -> str:
+    w = world(env)
+    assert w.task is not None
+    return w.task.goal.metrics[i]
+
+
+def holder(env: CompanyOSEnvironment, role: str) -> str:
+    w = world(env)
+    return w.people[w.roles[role]].name
+
+
+def acting(env: CompanyOSEnvironment, role: str) -> str:
+    w = world(env)
+    pid = effective_approver(w, role)
+    assert pid is not None
+    return w.people[pid].name
+
+
+def chaos(env: CompanyOSEnvironment) -> list[ChaosInjected]:
+    assert env.episode is not None
+    return [r.event for r in env.store.read(env.episode.id) if isinstance(r.event, ChaosInjected)]
+
+
+def request_data(env: CompanyOSEnvironment, approval_type: str, **overrides: Any) -> dict:
+    """The data a correct request of the task's type carries, as the world has it now."""
+    w = world(env)
+    assert w.task is not None
+    goal = w.task.goal
+    atype = w.approval_types[approval_type]
+    ag = next((a for a in goal.approvals if a.approval_type == approval_type), None)
+    data: dict[str, Any] = {}
+    for f in atype.fields:
+        if f.kind == "ticket":
+            data[f.key] = goal.ticket_id
+        elif f.kind == "metric" and f.metric:
+            data[f.key] = w.metrics[f.metric].value
+        else:
+            data[f.key] = ag.data.get(f.key, "x") if ag else "x"
+    data.update(overrides)
+    return data
+
+
 def poll_until_decided(
-    env: CompanyOSEnvironment, approval_id: str, limit: int = 6
+    env: CompanyOSEnvironment, approval_id: str, limit: int = 8
 ) -> CompanyOSObservation:
     obs = af(env, "check_status", approval_id=approval_id)
     for _ in range(limit):
-        if obs.error == "service_unavailable" or obs.last_result.get("status") == "pending":
-            obs = af(env, "check_status", approval_id=approval_id)
-        else:
+        if world(env).ended or world(env).approvals[approval_id].status != "pending":
             break
+        obs = af(env, "check_status", approval_id=approval_id)
     return obs

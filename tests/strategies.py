@@ -1,56 +1,96 @@
 """Hypothesis strategies for agent actions: plausible calls, the oracle's next move (to reach
-deep states), and junk of every kind."""
+deep states), and junk of every kind.
+
+Worlds are drawn from a seed, so plausible calls name things by reference (`Ref`): the i-th
+ticket, metric, person or approval of whatever world the action meets, resolved by `resolve`
+when the action is taken. Unknown names are mixed in on purpose."""
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, NamedTuple
 
 from hypothesis import strategies as st
 
-from companyos.agents.random_agent import METRIC_NAMES, NAMES, TEXTS, TICKET_IDS, TYPES
+from companyos.agents.random_agent import DATA_KEYS, TYPES
 from companyos.domain import TOOLS
-from companyos.domain.model import PRIORITIES, ROLE_TITLES, STATUSES, TICKET_FIELDS
+from companyos.domain.model import (
+    PRIORITIES,
+    RESOLUTIONS,
+    ROLE_TITLES,
+    STATUSES,
+    TICKET_FIELDS,
+    World,
+)
 
 ORACLE = "oracle"
 """A marker: at this point take the oracle's next call (keeps sequences reaching approvals)."""
 
+
+class Ref(NamedTuple):
+    """The ``i``-th thing of a kind in the world the action meets (modulo how many there are)."""
+
+    kind: str
+    i: int
+
+
+def _ref(kind: str) -> st.SearchStrategy[Ref]:
+    return st.builds(Ref, st.just(kind), st.integers(0, 50))
+
+
+def _things(world: World, kind: str) -> list[Any]:
+    if kind == "ticket":
+        return sorted(world.tickets)
+    if kind == "metric":
+        return sorted(world.metrics)
+    if kind == "person":
+        return sorted(p.name for p in world.people.values())
+    if kind == "approval":
+        return sorted(world.approvals) or ["APR-1001"]
+    if kind == "value":  # a value some metric has: submissions quote them
+        return [m.value for _, m in sorted(world.metrics.items())]
+    raise ValueError(kind)
+
+
+def resolve(value: Any, world: World) -> Any:
+    if isinstance(value, Ref):
+        things = _things(world, value.kind)
+        return things[value.i % len(things)] if things else "nothing"
+    if isinstance(value, dict):
+        return {k: resolve(v, world) for k, v in value.items()}
+    if isinstance(value, list):
+        return [resolve(v, world) for v in value]
+    return value
+
+
 _values: dict[str, st.SearchStrategy[Any]] = {
-    "ticket_id": st.sampled_from((*TICKET_IDS, "TKT-0000", "tkt-1042 ")),
-    "query": st.sampled_from(("vendor", "auth service", "licence", "zzz")),
+    "ticket_id": st.one_of(_ref("ticket"), st.sampled_from(("TKT-0000", "tkt-1042 "))),
+    "query": st.one_of(
+        st.sampled_from(("vendor", "auth service", "licence", "expense", "zzz")), _ref("ticket")
+    ),
     "field": st.sampled_from((*TICKET_FIELDS, "owner")),
-    "metric_name": st.sampled_from((*METRIC_NAMES, "revenue")),
-    "role": st.sampled_from((*ROLE_TITLES.values(), "cfo", "hr lead", "janitor")),
+    "metric_name": st.one_of(_ref("metric"), st.just("revenue")),
+    "role": st.sampled_from((*ROLE_TITLES, *ROLE_TITLES.values(), "CFO ", "janitor")),
     "approval_type": st.sampled_from((*TYPES, "holiday")),
-    "approver": st.sampled_from((*NAMES, "Nobody")),
-    "approval_id": st.sampled_from(("APR-1001", "APR-1002", "APR-1003", "apr-1001", "APR-9")),
+    "approver": st.one_of(_ref("person"), st.just("Nobody")),
+    "approval_id": st.one_of(_ref("approval"), st.sampled_from(("apr-1001", "APR-9"))),
     "reason": st.sampled_from(("please", "urgent")),
 }
 _field_values = st.one_of(
-    st.sampled_from(PRIORITIES + STATUSES + ("HIGH", "bogus")),
+    st.sampled_from(PRIORITIES + STATUSES + RESOLUTIONS + ("HIGH", "bogus")),
     st.booleans(),
-    st.sampled_from((*NAMES, "APR-1001", "APR-1002")),
+    _ref("person"),
+    _ref("approval"),
     st.none(),
 )
 _data = st.dictionaries(
-    st.sampled_from(
-        (
-            "ticket_id",
-            "vendor",
-            "compliance_score",
-            "amount",
-            "employee",
-            "section",
-            "error_rate",
-            "service",
-            "license",
-            "expiry_days",
-        )
-    ),
+    st.sampled_from(DATA_KEYS),
     st.one_of(
-        st.sampled_from(TICKET_IDS + TEXTS),
+        _ref("ticket"),
+        _ref("person"),
+        _ref("value"),
         st.floats(0, 3000, allow_nan=False),
         st.integers(0, 100),
-        st.sampled_from((85.0, 1842.5, 7.9, 12.0, 72.0)),
+        st.text(max_size=8),
     ),
     max_size=5,
 )
@@ -106,8 +146,8 @@ junk_call = st.one_of(
             "method": st.just("submit_approval"),
             "params": st.fixed_dictionaries(
                 {
-                    "approval_type": st.just("vendor_onboarding"),
-                    "approver": st.just("Marcus Lee"),
+                    "approval_type": st.sampled_from(TYPES),
+                    "approver": _ref("person"),
                     "data": st.one_of(
                         st.just("a string"),
                         st.just({"compliance_score": float("nan")}),

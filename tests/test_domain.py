@@ -3,24 +3,39 @@ dial from 0 (none at all) to 3 (2 being the original's probabilities)."""
 
 from __future__ import annotations
 
-import statistics
-
 import pytest
 
+from companyos.agents import RandomAgent, play
 from companyos.api import CompanyOSEnvironment
 from companyos.domain import (
     DIFFICULTIES,
-    SCENARIO_IDS,
+    FAMILY_NAMES,
+    ORIGINAL_FAMILIES,
     TOOLS,
     KeyedRNG,
     build_episode,
+    build_instance,
     fold,
     profile,
 )
 from companyos.domain.chaos import roll_fault
 from companyos.events.types import ChaosInjected, FaultInjected
 
-from .helpers import af, dh, poll_until_decided, td, update
+from .helpers import (
+    acting,
+    af,
+    chaos,
+    dh,
+    holder,
+    main_ticket,
+    poll_until_decided,
+    request_data,
+    retry,
+    task_metric,
+    td,
+    update,
+    world,
+)
 
 ORIGINAL_TOOLS = {
     ("ticketdesk", "list_tickets"): [],
@@ -45,15 +60,6 @@ def new_env(task: str, difficulty: int = 2, seed: int = 1, **kw) -> CompanyOSEnv
     return env
 
 
-def retry(fn, *args, **kw):
-    """Call until no transient fault answers (faults are chaos, not the point here)."""
-    for _ in range(10):
-        obs = fn(*args, **kw)
-        if obs.error != "service_unavailable":
-            return obs
-    raise AssertionError("faults never stopped")
-
-
 def test_catalogue_matches_the_original_names():
     assert {k: list(t.params.model_fields) for k, t in TOOLS.items()} == ORIGINAL_TOOLS
     for t in TOOLS.values():
@@ -63,48 +69,48 @@ def test_catalogue_matches_the_original_names():
 
 def test_ticket_fields_and_rules():
     env = new_env("bug_escalation", difficulty=0)
-    ticket = retry(td, env, "get_ticket", ticket_id="tkt-3191").last_result
-    assert set(ticket) >= {"priority", "assignee", "status", "verified", "linked_approval"}
-    assert retry(update, env, "TKT-3191", "assignee", "Someone Else").error is None
-    assert (
-        retry(update, env, "TKT-3191", "status", "In Progress").last_result["ticket"]["status"]
-        == "in_progress"
+    tid = main_ticket(env)
+    ticket = retry(td, env, "get_ticket", ticket_id=tid.lower() + " ").last_result
+    assert set(ticket) >= {
+        "priority",
+        "assignee",
+        "status",
+        "verified",
+        "linked_approval",
+        "resolution",
+    }
+    assert retry(update, env, tid, "status", "In Progress").last_result["ticket"]["status"] == (
+        "in_progress"
     )
     # Linking needs a verified ticket and an existing approval.
-    assert (
-        retry(update, env, "TKT-3191", "linked_approval", "APR-1001").error == "ticket_not_verified"
-    )
-    retry(update, env, "TKT-3191", "verified", "true")
-    assert (
-        retry(update, env, "TKT-3191", "linked_approval", "APR-1001").error == "approval_not_found"
-    )
+    assert retry(update, env, tid, "linked_approval", "APR-1001").error == "ticket_not_verified"
+    retry(update, env, tid, "verified", "true")
+    assert retry(update, env, tid, "linked_approval", "APR-1001").error == "approval_not_found"
+    assert retry(update, env, tid, "resolution", "cancelled").error == "invalid_value"
     # A blocked ticket cannot be closed directly; unblocked it can, and then it is read-only.
-    retry(update, env, "TKT-3191", "status", "blocked")
-    assert retry(update, env, "TKT-3191", "status", "closed").error == "blocked_ticket_close"
-    retry(update, env, "TKT-3191", "status", "open")
-    assert retry(update, env, "TKT-3191", "status", "closed").error is None
-    assert retry(update, env, "TKT-3191", "priority", "low").error == "ticket_closed"
+    retry(update, env, tid, "status", "blocked")
+    assert retry(update, env, tid, "status", "closed").error == "blocked_ticket_close"
+    retry(update, env, tid, "status", "open")
+    assert retry(update, env, tid, "status", "closed").error is None
+    assert retry(update, env, tid, "priority", "low").error == "ticket_closed"
 
 
 def test_search_and_list():
     env = new_env("vendor_onboarding", difficulty=0)
-    hits = retry(td, env, "search_tickets", query="northwind vendor").last_result["tickets"]
-    assert {t["ticket_id"] for t in hits} == {"TKT-1042", "TKT-1043"}
-    assert len(td(env, "list_tickets").last_result["tickets"]) == 8
+    tid = main_ticket(env)
+    title = world(env).tickets[tid].title
+    hits = retry(td, env, "search_tickets", query=title.lower()).last_result["tickets"]
+    assert tid in {t["ticket_id"] for t in hits}
+    assert len(td(env, "list_tickets").last_result["tickets"]) == len(world(env).tickets) >= 4
     names = {m["metric"] for m in dh(env, "list_metrics").last_result["metrics"]}
-    assert names == {
-        "vendor_compliance_score",
-        "expense_amount",
-        "auth_service_error_rate",
-        "license_expiry_days",
-        "hr_headcount",
-    }
+    assert task_metric(env) in names and len(names) >= 3
 
 
 def test_stale_metric_then_refresh_crosses_threshold():
     env = new_env("vendor_onboarding", difficulty=2)
-    q = retry(dh, env, "query_metric", metric_name="vendor_compliance_score").last_result
-    assert set(q) == {
+    m = task_metric(env)
+    q = retry(dh, env, "query_metric", metric_name=m).last_result
+    assert set(q) >= {
         "metric",
         "value",
         "unit",
@@ -114,38 +120,36 @@ def test_stale_metric_then_refresh_crosses_threshold():
         "is_stale",
         "warning",
     }
-    assert (q["value"], q["stale_days"], q["is_stale"], q["threshold_pass"]) == (
-        72.0,
-        4,
-        True,
-        False,
-    )
+    assert q["stale_days"] == 4 and q["is_stale"] and q["threshold_pass"] is False
     assert "refresh" in q["warning"]
-    r = retry(dh, env, "refresh_data", metric_name="vendor compliance score").last_result
-    assert (r["previous_value"], r["value"], r["is_stale"], r["threshold_pass"]) == (
-        72.0,
-        85.0,
-        False,
-        True,
-    )
-    head = retry(dh, env, "query_metric", metric_name="hr_headcount").last_result
-    assert head["stale_days"] == 7 and head["is_stale"]
+    r = retry(dh, env, "refresh_data", metric_name=m).last_result
+    assert r["previous_value"] == q["value"] and r["value"] > q["value"]
+    assert (r["is_stale"], r["threshold_pass"]) == (False, True)
 
 
 def test_out_of_office_approver_has_a_delegate():
     env = new_env("vendor_onboarding", difficulty=2)
     a = retry(dh, env, "get_approver", role="cfo").last_result
-    assert a["approver"] == "Marcus Lee" and a["on_behalf_of"] == "Dana Whitfield"
-    assert a["out_of_office"] is True
-    assert retry(dh, env, "get_approver", role="CTO").last_result["approver"] == "Elena Petrova"
-    assert retry(dh, env, "get_approver", role="HR Lead").last_result["approver"] == "Grace Kim"
+    assert a["approver"] == acting(env, "cfo") != holder(env, "cfo")
+    assert a["on_behalf_of"] == holder(env, "cfo") and a["out_of_office"] is True
+    assert retry(dh, env, "get_approver", role="CTO").last_result["approver"] == holder(env, "cto")
     assert retry(dh, env, "get_approver", role="janitor").error == "role_not_found"
 
 
 def test_approval_types():
     env = new_env("vendor_onboarding", difficulty=0)
     types = af(env, "list_approval_types").last_result["approval_types"]
-    assert {k: v["required_role"] for k, v in types.items()} == {
+    roles = {k: v["required_role"] for k, v in types.items()}
+    assert {
+        k: roles[k]
+        for k in (
+            "vendor_onboarding",
+            "expense_report",
+            "bug_escalation",
+            "license_renewal",
+            "handbook_update",
+        )
+    } == {
         "vendor_onboarding": "CFO",
         "expense_report": "CFO",
         "bug_escalation": "CTO",
@@ -157,121 +161,140 @@ def test_approval_types():
         "vendor",
         "compliance_score",
     ]
-
-
-def submit_vendor(env, approver="Marcus Lee", score=85.0, **extra):
-    data = {"ticket_id": "TKT-1042", "vendor": "Northwind Analytics", "compliance_score": score}
-    data.update(extra)
-    return retry(
-        af, env, "submit_approval", approval_type="vendor_onboarding", approver=approver, data=data
-    )
+    assert len(types) >= 12
 
 
 def prepare_vendor(env):
-    retry(update, env, "TKT-1042", "priority", "high")
-    retry(update, env, "TKT-1042", "verified", True)
+    tid = main_ticket(env)
+    retry(update, env, tid, "priority", "high")
+    retry(update, env, tid, "verified", True)
 
 
 def test_approval_to_out_of_office_approver_stays_pending_with_auto_reply():
     env = new_env("vendor_onboarding", difficulty=2)
     prepare_vendor(env)
-    retry(dh, env, "refresh_data", metric_name="vendor_compliance_score")
-    aid = submit_vendor(env, approver="dana.whitfield@acme.example").last_result["approval_id"]
+    retry(dh, env, "refresh_data", metric_name=task_metric(env))
+    away = world(env).people[world(env).roles["cfo"]]
+    aid = retry(
+        af,
+        env,
+        "submit_approval",
+        approval_type="vendor_onboarding",
+        approver=away.email,
+        data=request_data(env, "vendor_onboarding"),
+    ).last_result["approval_id"]
     for _ in range(5):
         obs = retry(af, env, "check_status", approval_id=aid)
         assert obs.last_result["status"] == "pending"
         assert "out of office" in obs.last_result["auto_reply"]
     esc = retry(af, env, "escalate", approval_id=aid, reason="stuck")
-    assert esc.error == "not_rejected" and "delegate" in esc.message
+    assert esc.error == "not_rejected" and "covers" in esc.message
 
 
 @pytest.mark.parametrize(
-    ("approver", "score", "refresh", "verify", "cause"),
+    ("route", "refresh", "verify", "cause"),
     [
-        ("Elena Petrova", 85.0, True, True, "wrong_approver"),
-        ("Marcus Lee", 72.0, False, True, "data_mismatch"),
-        ("Marcus Lee", 85.0, True, False, "ticket_unverified"),
+        ("wrong", True, True, "wrong_approver"),
+        ("right", False, True, "data_mismatch"),
+        ("right", True, False, "ticket_unverified"),
     ],
 )
-def test_wrong_requests_are_rejected_with_the_reason(approver, score, refresh, verify, cause):
+def test_wrong_requests_are_rejected_with_the_reason(route, refresh, verify, cause):
     env = new_env("vendor_onboarding", difficulty=2, seed=3)
-    retry(update, env, "TKT-1042", "priority", "high")
+    tid = main_ticket(env)
+    retry(update, env, tid, "priority", "high")
     if verify:
-        retry(update, env, "TKT-1042", "verified", True)
+        retry(update, env, tid, "verified", True)
     if refresh:
-        retry(dh, env, "refresh_data", metric_name="vendor_compliance_score")
-    aid = submit_vendor(env, approver=approver, score=score).last_result["approval_id"]
-    obs = poll_until_decided(env, aid)
-    assert obs.last_result["status"] == "rejected"
-    assert env.episode.world.approvals[aid].cause == cause
-    assert obs.reward < -0.1  # the rejection penalty
+        retry(dh, env, "refresh_data", metric_name=task_metric(env))
+    approver = acting(env, "cfo") if route == "right" else holder(env, "cto")
+    aid = retry(
+        af,
+        env,
+        "submit_approval",
+        approval_type="vendor_onboarding",
+        approver=approver,
+        data=request_data(env, "vendor_onboarding"),
+    ).last_result["approval_id"]
+    poll_until_decided(env, aid)
+    assert world(env).approvals[aid].status == "rejected"
+    assert world(env).approvals[aid].cause == cause
     # Escalating does not fix a wrong request: it is rejected again.
     retry(af, env, "escalate", approval_id=aid, reason="please")
-    assert poll_until_decided(env, aid).last_result["status"] == "rejected"
+    poll_until_decided(env, aid)
+    assert world(env).approvals[aid].status == "rejected"
 
 
 def test_submission_checks_required_keys():
     env = new_env("vendor_onboarding", difficulty=0)
+    cfo = holder(env, "cfo")
     obs = af(
         env,
         "submit_approval",
         approval_type="vendor_onboarding",
-        approver="Dana Whitfield",
-        data={"ticket_id": "TKT-1042"},
+        approver=cfo,
+        data={"ticket_id": main_ticket(env)},
     )
     assert obs.error == "missing_data" and "compliance_score" in obs.message
-    obs = af(env, "submit_approval", approval_type="holiday", approver="Dana Whitfield", data={})
+    obs = af(env, "submit_approval", approval_type="holiday", approver=cfo, data={})
     assert obs.error == "unknown_approval_type"
     obs = af(
         env,
         "submit_approval",
         approval_type="vendor_onboarding",
         approver="Nobody",
-        data={"ticket_id": "TKT-1042", "vendor": "x", "compliance_score": 1},
+        data=request_data(env, "vendor_onboarding"),
     )
     assert obs.error == "unknown_approver" and "get_approver" in obs.message
 
 
-def test_polls_rejections_and_escalation_at_the_original_level():
-    polls, rejected, recovered = [], 0, 0
+def test_decisions_follow_the_clock_rejections_and_escalation_at_the_original_level():
+    steps_to_decide, rejected, recovered = [], 0, 0
     for seed in range(150):
         env = new_env("vendor_onboarding", difficulty=2, seed=seed, max_steps=200)
         prepare_vendor(env)
-        retry(dh, env, "refresh_data", metric_name="vendor_compliance_score")
-        aid = submit_vendor(env).last_result["approval_id"]
+        retry(dh, env, "refresh_data", metric_name=task_metric(env))
+        aid = retry(
+            af,
+            env,
+            "submit_approval",
+            approval_type="vendor_onboarding",
+            approver=acting(env, "cfo"),
+            data=request_data(env, "vendor_onboarding"),
+        ).last_result["approval_id"]
         n = 0
-        while True:
-            obs = af(env, "check_status", approval_id=aid)
-            if obs.error == "service_unavailable":
-                continue
+        while not world(env).ended:
+            af(env, "check_status", approval_id=aid)
             n += 1
-            if obs.last_result["status"] != "pending":
+            if world(env).approvals[aid].status != "pending":
                 break
-        polls.append(n)
-        if obs.last_result["status"] == "rejected":
+        steps_to_decide.append(n)
+        if world(env).approvals[aid].status == "rejected":
             rejected += 1
-            assert obs.last_result["reason"]
+            assert world(env).approvals[aid].reason
             retry(af, env, "escalate", approval_id=aid, reason="Budget approved by finance.")
-            final = poll_until_decided(env, aid)
-            while final.last_result["status"] == "rejected":  # chance again, within the cap
+            poll_until_decided(env, aid)
+            while world(env).approvals[aid].status == "rejected":  # chance again, in the cap
                 retry(af, env, "escalate", approval_id=aid, reason="again")
-                final = poll_until_decided(env, aid)
-            recovered += final.last_result["status"] == "approved"
-    assert set(polls) == {1, 2, 3}
+                poll_until_decided(env, aid)
+            recovered += world(env).approvals[aid].status == "approved"
+    assert {1, 2, 3} <= set(steps_to_decide) and max(steps_to_decide) <= 6
     assert 0.12 <= rejected / 150 <= 0.30
     assert recovered == rejected
 
 
 def test_transient_faults_spare_list_calls_and_respect_the_rate():
-    for seed in range(20):
+    for seed in range(10):
         env = new_env("expense_report", difficulty=3, seed=seed, max_steps=100)
-        for method in ("list_tickets", "list_metrics", "list_approval_types", "list_approvals"):
-            app = (
-                "ticketdesk"
-                if method == "list_tickets"
-                else ("datahub" if method == "list_metrics" else "approvalflow")
-            )
-            assert env.step({"app": app, "method": method}).error is None
+        for app, method in (
+            ("ticketdesk", "list_tickets"),
+            ("datahub", "list_metrics"),
+            ("approvalflow", "list_approval_types"),
+        ):
+            obs = env.step({"app": app, "method": method})
+            assert obs.error in (None, "rate_limited", "service_down")
+            if obs.error:
+                continue
     for difficulty, rate in ((0, 0.0), (1, 0.05), (2, 0.10), (3, 0.20)):
         rng = KeyedRNG(99)
         hits = sum(
@@ -286,64 +309,86 @@ def test_fault_budget_caps_faults_per_episode():
     binding = 0
     for seed in range(40):
         env = new_env("license_renewal", difficulty=3, seed=seed)
-        budget = env.episode.world.info.fault_budget
+        budget = world(env).info.fault_budget
         faults = 0
-        while not env.episode.world.ended:
-            faults += td(env, "get_ticket", ticket_id="TKT-4410").error == "service_unavailable"
+        while not world(env).ended:
+            faults += td(env, "get_ticket", ticket_id=main_ticket(env)).error == (
+                "service_unavailable"
+            )
         assert faults <= budget
         binding += faults == budget
     assert binding > 0
 
 
-def chaos_of(scenario: str, difficulty: int, seed: int) -> set[tuple[str, str]]:
-    events = build_episode(scenario, seed, difficulty)
-    return {(e.kind, e.target) for e in events if isinstance(e, ChaosInjected)}
+def chaos_kinds(family: str, difficulty: int, seed: int) -> set[str]:
+    events = build_episode(family, seed, difficulty)
+    return {e.kind for e in events if isinstance(e, ChaosInjected)}
+
+
+ORIGINAL_KINDS = {"missing_field", "blocked_ticket", "stale_metric", "out_of_office"}
 
 
 def test_chaos_dial():
-    original = {
-        ("missing_field", "TKT-1042"),
-        ("blocked_ticket", "TKT-3191"),
-        ("missing_field", "TKT-3191"),
-        ("missing_field", "TKT-5120"),
-        ("stale_metric", "vendor_compliance_score"),
-        ("stale_metric", "hr_headcount"),
-        ("out_of_office", "u-dana"),
-    }
-    for scenario in SCENARIO_IDS:
-        d1 = set()
-        for seed in range(30):
-            assert chaos_of(scenario, 0, seed) == set()
-            assert chaos_of(scenario, 2, seed) == original
-            assert chaos_of(scenario, 3, seed) >= original
-            d1 |= chaos_of(scenario, 1, seed)
-            assert chaos_of(scenario, 1, seed) <= original
-        assert d1 == original
-    # Difficulty 3 adds chaos on what the task needs: its metric stale, its approver away.
-    assert chaos_of("bug_escalation", 3, 0) - original == {
-        ("stale_metric", "auth_service_error_rate"),
-        ("out_of_office", "u-elena"),
-    }
+    for family in FAMILY_NAMES:
+        inst = {d: [build_instance(family, s, d) for s in range(20)] for d in DIFFICULTIES}
+        kinds = {
+            d: set().union(*(chaos_kinds(family, d, s) for s in range(20))) for d in DIFFICULTIES
+        }
+        assert kinds[0] == set()  # no chaos at all
+        # Level 1 has at most what level 2 has of the original's kinds, plus inherent chaos.
+        assert (kinds[1] & ORIGINAL_KINDS) <= (kinds[2] & ORIGINAL_KINDS)
+        assert kinds[2] - ORIGINAL_KINDS <= {
+            "permission_denied",
+            "delegate_chain",
+            "conflicting_values",
+        }
+        assert kinds[3] >= kinds[2] - {"approval_latency", "approval_rejection"}
+        assert {"approval_sla"} <= kinds[3]
+        assert all(i.worst_case <= i.max_steps for d in DIFFICULTIES for i in inst[d])
+    new_kinds = set().union(*(chaos_kinds(f, 3, s) for f in FAMILY_NAMES for s in range(20)))
+    assert {
+        "rate_limit",
+        "partial_outage",
+        "duplicate_ticket",
+        "stale_during_episode",
+        "delegate_chain",
+        "permission_denied",
+        "conflicting_values",
+    } <= new_kinds
     assert profile(2).fault_rate == 0.10 and profile(2).rejection_rate == 0.20
     assert profile(2).polls == (1, 3)
 
 
-def test_difficulty_zero_has_no_chaos_at_all():
-    from companyos.agents import RandomAgent, play
+def test_original_families_at_level_2_have_the_originals_chaos():
+    env = new_env("vendor_onboarding", difficulty=2, seed=5)
+    kinds = {(c.kind, c.target) for c in chaos(env)}
+    w = world(env)
+    assert ("missing_field", main_ticket(env)) in kinds
+    assert ("stale_metric", task_metric(env)) in kinds
+    assert ("out_of_office", w.roles["cfo"]) in kinds
+    assert set(ORIGINAL_FAMILIES) == {
+        "vendor_onboarding",
+        "expense_report",
+        "bug_escalation",
+        "license_renewal",
+        "handbook_update",
+    }
 
+
+def test_difficulty_zero_has_no_chaos_at_all():
     env = CompanyOSEnvironment()
-    for seed in range(60):
-        play(env, RandomAgent(seed), seed=seed, difficulty=0)
+    for seed in range(48):
+        play(env, RandomAgent(seed), seed=seed, task_id=seed % len(FAMILY_NAMES), difficulty=0)
         events = [r.event for r in env.store.read(env.episode.id)]
         assert not any(isinstance(e, ChaosInjected | FaultInjected) for e in events)
 
 
-def test_step_budgets():
-    for scenario, steps in zip(SCENARIO_IDS, (20, 18, 18, 16, 16), strict=True):
+def test_step_budgets_cover_the_worst_case():
+    for family in FAMILY_NAMES:
         for difficulty in DIFFICULTIES:
-            w = fold(build_episode(scenario, 0, difficulty))
-            assert w.info.max_steps >= steps
-            if difficulty <= 2:
-                assert w.info.max_steps == steps
-    mean = statistics.mean(fold(build_episode(s, 0, 2)).info.fault_budget for s in SCENARIO_IDS)
-    assert mean >= 2
+            for seed in range(5):
+                inst = build_instance(family, seed, difficulty)
+                assert inst.max_steps >= inst.worst_case + profile(difficulty).min_fault_slack
+                assert inst.fault_budget == inst.max_steps - inst.worst_case
+                w = fold(build_episode(family, seed, difficulty))
+                assert w.info.max_steps == inst.max_steps

@@ -35,9 +35,10 @@ def test_reset_observation_carries_everything_a_client_needs():
         1,
     )
     assert obs.task.startswith("Process expense report")
-    assert obs.step == 0 and obs.max_steps == 18 and obs.steps_remaining == 18
-    assert list(obs.progress)[-2:] == ["approval_submitted", "approval_approved"]
-    assert obs.progress["approval_approved"] is False
+    assert obs.step == 0 and obs.max_steps >= 18 and obs.steps_remaining == obs.max_steps
+    assert obs.instance_id == "expense_report-d1-s42" and obs.time == "Mon 09:00"
+    assert list(obs.progress)[-2:] == ["clean", "approved:expense_report"]
+    assert obs.progress["approved:expense_report"] is False and obs.progress["clean"] is True
     assert {t["name"] for t in obs.tools} == {t.name for t in TOOLS.values()}
     assert obs.done is False and obs.reward is None and obs.cumulative_return == 0.0
     step = env.step(CompanyOSAction(app="ticketdesk", method="list_tickets"))
@@ -51,8 +52,8 @@ def test_task_ids_by_name_index_and_seed():
     assert env.reset(seed=1, task_id=3).task_id == "license_renewal"
     assert env.reset(seed=1, task_id="Licence-Renewal").task_id == "license_renewal"
     assert env.reset(seed=1, task_id="2").task_id == "bug_escalation"
-    drawn = {env.reset(seed=s).task_id for s in range(40)}
-    assert len(drawn) == 5
+    drawn = {env.reset(seed=s).task_id for s in range(120)}
+    assert len(drawn) == 12
 
 
 @pytest.mark.parametrize(
@@ -111,7 +112,10 @@ def test_state_snapshot():
     )
     assert s.stream_version == env.store.version(s.episode_id)
     world = s.world
-    assert {t["ticket_id"] for t in world["ticketdesk"]["tickets"]} >= {"TKT-1042"}
+    assert s.world["episode"]["clock_minutes"] == 5 and s.world["episode"]["time"] == "Mon 09:05"
+    assert {t["ticket_id"] for t in world["ticketdesk"]["tickets"]} >= {
+        env.episode.world.task.goal.ticket_id
+    }
     assert "out_of_office" in world["chaos"]
     CompanyOSState.model_validate(s.model_dump())
 
@@ -145,8 +149,11 @@ def test_fast_observation_equals_validated():
         seed=1,
         task_id="t",
         difficulty=2,
+        instance_id="t-d2-s1",
         task="x",
         step=1,
+        clock_minutes=5,
+        time="Mon 09:05",
         max_steps=3,
         steps_remaining=2,
         progress={"a": True},

@@ -8,12 +8,12 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from companyos.api import CompanyOSEnvironment
-from companyos.domain import fold, plan
+from companyos.domain import FAMILY_NAMES, fold, plan
 from companyos.events import EventStore, InMemoryEventStore
 from companyos.events.sql import SQLEventStore, sqlite_url
 from companyos.projections import cached_rewards, replay
 
-from .strategies import ORACLE, action
+from .strategies import ORACLE, action, resolve
 
 
 @pytest.fixture(scope="module")
@@ -34,6 +34,8 @@ def check_live_equals_fold(
         if a == ORACLE:
             call = plan(ep.world)
             a = call.as_action() if call else {"app": "ticketdesk", "method": "list_tickets"}
+        else:
+            a = resolve(a, ep.world)
         obs = env.step(a)
         records = store.read(ep.id)
         assert [r.seq for r in records] == list(range(len(records)))
@@ -52,7 +54,7 @@ def check_live_equals_fold(
 @settings(max_examples=300)
 @given(
     seed=st.integers(0, 2**32),
-    task=st.integers(0, 4),
+    task=st.integers(0, len(FAMILY_NAMES) - 1),
     difficulty=st.integers(0, 3),
     actions=st.lists(action, min_size=1, max_size=30),
 )
@@ -63,7 +65,7 @@ def test_live_state_equals_fold_memory(seed, task, difficulty, actions):
 @settings(max_examples=200)
 @given(
     seed=st.integers(0, 2**32),
-    task=st.integers(0, 4),
+    task=st.integers(0, len(FAMILY_NAMES) - 1),
     difficulty=st.integers(0, 3),
     actions=st.lists(action, min_size=1, max_size=30),
 )

@@ -47,7 +47,7 @@ def imports(path: Path) -> set[str]:
 
 def test_dependencies_point_one_way():
     for layer, allowed in ALLOWED.items():
-        for path in (ROOT / layer).glob("*.py"):
+        for path in (ROOT / layer).rglob("*.py"):
             for name in imports(path):
                 if name.startswith("companyos"):
                     assert any(name == a or name.startswith(a + ".") for a in allowed), (
@@ -57,7 +57,7 @@ def test_dependencies_point_one_way():
 
 def test_domain_and_projections_are_pure():
     for layer in ("domain", "projections"):
-        for path in (ROOT / layer).glob("*.py"):
+        for path in (ROOT / layer).rglob("*.py"):
             bad = {n.split(".")[0] for n in imports(path)} & IMPURE
             assert not bad, f"{path.relative_to(ROOT)} imports {bad}"
             assert "open(" not in path.read_text()
@@ -66,6 +66,7 @@ def test_domain_and_projections_are_pure():
 def test_the_wheel_installs_only_the_companyos_package(tmp_path):
     """The layer folders map into `companyos.*`: nothing named `api` or `events` lands in
     site-packages (the original installed `env`, `server` and `apps`)."""
+    import shutil
     import subprocess
     import sys
     import zipfile
@@ -86,6 +87,7 @@ def test_the_wheel_installs_only_the_companyos_package(tmp_path):
         check=True,
         timeout=300,
     )
+    shutil.rmtree(ROOT / "build", ignore_errors=True)  # setuptools' scratch in the checkout
     wheel = next(tmp_path.glob("companyos-*.whl"))
     tops = {name.split("/")[0] for name in zipfile.ZipFile(wheel).namelist()}
     assert tops == {"companyos", wheel.name.split("-py3")[0] + ".dist-info"}

@@ -6,10 +6,20 @@ import pytest
 
 from companyos.agents import in_process_oracle, play
 from companyos.api import CompanyOSEnvironment
-from companyos.domain import SCENARIO_IDS
+from companyos.domain import ORIGINAL_FAMILIES
 from companyos.projections import PROFILES, RewardProfile, cached_rewards, replay
 
-from .helpers import af, dh, td, update
+from .helpers import (
+    af,
+    dh,
+    main_ticket,
+    poll_until_decided,
+    request_data,
+    task_metric,
+    td,
+    update,
+    world,
+)
 
 
 def env_at(task: str = "vendor_onboarding", difficulty: int = 2, seed: int = 1, **kw):
@@ -38,57 +48,65 @@ def test_original_reward_values_are_the_default_weights():
 
 
 def test_each_milestone_pays_once_in_order():
-    env = env_at(difficulty=0 + 2, seed=4)
-    obs = update(env, "TKT-1042", "priority", "high")
-    assert obs.reward == pytest.approx(-0.1 + 1.0) or obs.error == "service_unavailable"
-    rewards = []
-    for _ in range(3):  # repeating pays nothing
-        rewards.append(update(env, "TKT-1042", "priority", "high").reward)
-    assert all(r <= -0.1 + 1e-9 for r in rewards)
+    env = env_at("bug_escalation", difficulty=0, seed=4)
+    tid = main_ticket(env)
+    want = world(env).task.goal.tickets[0].fields["assignee"]
+    update(env, tid, "assignee", "Nobody Inparticular")
+    obs = update(env, tid, "assignee", want)
+    assert obs.reward == pytest.approx(-0.1 + 1.0)
+    rewards = [update(env, tid, "assignee", want).reward for _ in range(3)]
+    assert all(r == pytest.approx(-0.1) for r in rewards)  # repeating pays nothing
 
 
 def test_undo_redo_nets_zero():
     env = env_at(difficulty=0)
-    assert update(env, "TKT-1042", "verified", True).reward == pytest.approx(1.4)
-    undo = update(env, "TKT-1042", "verified", False).reward
-    redo = update(env, "TKT-1042", "verified", True).reward
+    tid = main_ticket(env)
+    assert update(env, tid, "verified", True).reward == pytest.approx(1.4)
+    undo = update(env, tid, "verified", False).reward
+    redo = update(env, tid, "verified", True).reward
     assert undo == pytest.approx(-1.6) and redo == pytest.approx(1.4)
     assert undo + redo == pytest.approx(2 * -0.1)
 
 
-def test_out_of_order_progress_counts_only_when_prerequisites_hold():
-    env = env_at(difficulty=0)
-    # Submitting before verifying earns nothing and is rejected later (ticket unverified).
-    dh(env, "query_metric", metric_name="vendor_compliance_score")
-    obs = af(
+def submit(env, **overrides):
+    w = world(env)
+    cfo = w.people[w.roles["cfo"]].name
+    dh(env, "query_metric", metric_name=task_metric(env))
+    return af(
         env,
         "submit_approval",
         approval_type="vendor_onboarding",
-        approver="Dana Whitfield",
-        data={"ticket_id": "TKT-1042", "vendor": "Northwind Analytics", "compliance_score": 85},
+        approver=cfo,
+        data=request_data(env, "vendor_onboarding", **overrides),
     )
+
+
+def test_out_of_order_progress_counts_only_when_prerequisites_hold():
+    env = env_at(difficulty=0)
+    tid = main_ticket(env)
+    # The wrong object: verifying another ticket earns nothing (and is collateral damage).
+    other = next(t for t in world(env).tickets if t != tid)
+    obs = update(env, other, "verified", True)
+    assert obs.reward == pytest.approx(-0.1) and obs.progress["clean"] is False
+    update(env, other, "verified", False)
+    # Submitting before verifying earns nothing: the request would be rejected (unverified).
+    obs = submit(env)
     assert obs.reward == pytest.approx(-0.1)
-    assert obs.progress["approval_submitted"] is False
-    # The wrong object: verifying another ticket earns nothing.
-    assert update(env, "TKT-1043", "verified", True).reward == pytest.approx(-0.1)
-    assert update(env, "TKT-1042", "verified", True).reward == pytest.approx(1.4)
+    assert obs.progress["submitted:vendor_onboarding"] is False
+    poll_until_decided(env, obs.last_result["approval_id"])
+    assert world(env).approvals[obs.last_result["approval_id"]].status == "rejected"
+    assert update(env, tid, "verified", True).reward == pytest.approx(1.4)
 
 
 def test_losing_a_prerequisite_takes_the_credit_back():
     env = env_at(difficulty=0)
-    update(env, "TKT-1042", "verified", True)
-    dh(env, "query_metric", metric_name="vendor_compliance_score")
-    obs = af(
-        env,
-        "submit_approval",
-        approval_type="vendor_onboarding",
-        approver="Dana Whitfield",
-        data={"ticket_id": "TKT-1042", "vendor": "Northwind Analytics", "compliance_score": 85},
-    )
-    assert obs.reward == pytest.approx(1.9) and obs.progress["approval_submitted"]
-    obs = update(env, "TKT-1042", "verified", False)
+    tid = main_ticket(env)
+    update(env, tid, "verified", True)
+    obs = submit(env)
+    assert obs.reward == pytest.approx(1.9) and obs.progress["submitted:vendor_onboarding"]
+    obs = update(env, tid, "verified", False)
     assert obs.reward == pytest.approx(-0.1 - 1.5 - 2.0)
-    assert not obs.progress["approval_submitted"]
+    assert not obs.progress["submitted:vendor_onboarding"]
 
 
 def test_penalties_and_budget():
@@ -104,19 +122,20 @@ def test_penalties_and_budget():
 
 
 def test_irreversible_mistakes_cost_more():
-    env = env_at("bug_escalation", difficulty=2)
-    obs = update(env, "TKT-3191", "status", "closed")
-    if obs.error == "service_unavailable":
-        obs = update(env, "TKT-3191", "status", "closed")
+    env = env_at("bug_escalation", difficulty=0)
+    tid = main_ticket(env)
+    update(env, tid, "status", "blocked")
+    obs = update(env, tid, "status", "closed")
     assert obs.error == "blocked_ticket_close"
     assert obs.reward == pytest.approx(-2.1) and obs.shortcut_attempts == 1
     env = env_at("handbook_update", difficulty=0)
-    obs = update(env, "TKT-5120", "status", "closed")
+    tid = main_ticket(env)
+    obs = update(env, tid, "status", "closed")
     assert obs.reward == pytest.approx(-2.1)
-    assert update(env, "TKT-5120", "verified", True).error == "ticket_closed"
+    assert update(env, tid, "verified", True).error == "ticket_closed"
 
 
-@pytest.mark.parametrize("scenario", SCENARIO_IDS)
+@pytest.mark.parametrize("scenario", ORIGINAL_FAMILIES)
 def test_rescoring_the_log_reproduces_the_cached_rewards(scenario):
     env = CompanyOSEnvironment()
     oracle = in_process_oracle(env)
@@ -145,7 +164,7 @@ def test_rescoring_under_another_profile():
 
 def test_abandoned_episodes_pay_the_abandon_term():
     env = env_at(difficulty=0)
-    update(env, "TKT-1042", "verified", True)
+    update(env, main_ticket(env), "verified", True)
     first = env.episode.id
     env.reset(seed=2)
     r = replay(env.store.read(first))

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import re
 import sqlite3
 import threading
 from pathlib import Path
@@ -22,6 +23,13 @@ from companyos.api.client import CompanyOSClient
 from companyos.domain import BY_NAME, plan
 
 from .serving import running_server
+
+
+def task_ticket(observation: dict) -> str:
+    """The task's ticket: ids are drawn from the seed, and the task text names it."""
+    found = re.search(r"TKT-\d+", observation["task"])
+    assert found, observation["task"]
+    return found.group(0)
 
 
 @pytest.fixture(scope="module")
@@ -94,15 +102,11 @@ def test_openenv_routes(http):
 
 def test_reset_and_stateful_http_steps(http):
     obs = reset(http, seed=11, task_id="vendor_onboarding", difficulty=0)["observation"]
-    eid = obs["episode_id"]
+    eid, tid = obs["episode_id"], task_ticket(obs)
     assert obs["seed"] == 11 and obs["tools"] and obs["step"] == 0
-    r = step(http, eid, "ticketdesk", "get_ticket", ticket_id="TKT-1042")
-    assert (
-        r["observation"]["step"] == 1 and r["observation"]["last_result"]["ticket_id"] == "TKT-1042"
-    )
-    r = step(
-        http, eid, "ticketdesk", "update_ticket", ticket_id="TKT-1042", field="verified", value=True
-    )
+    r = step(http, eid, "ticketdesk", "get_ticket", ticket_id=tid)
+    assert r["observation"]["step"] == 1 and r["observation"]["last_result"]["ticket_id"] == tid
+    r = step(http, eid, "ticketdesk", "update_ticket", ticket_id=tid, field="verified", value=True)
     assert r["reward"] == pytest.approx(1.4) and r["observation"]["step"] == 2
     state = http.get("/state", params={"episode_id": eid}).json()
     assert state["step_count"] == 2 and state["world"]["ticketdesk"]["tickets"]
@@ -113,11 +117,11 @@ def test_reset_and_stateful_http_steps(http):
         "vendor_onboarding",
         0,
         [
-            {"app": "ticketdesk", "method": "get_ticket", "params": {"ticket_id": "TKT-1042"}},
+            {"app": "ticketdesk", "method": "get_ticket", "params": {"ticket_id": tid}},
             {
                 "app": "ticketdesk",
                 "method": "update_ticket",
-                "params": {"ticket_id": "TKT-1042", "field": "verified", "value": True},
+                "params": {"ticket_id": tid, "field": "verified", "value": True},
             },
         ],
     )
@@ -186,7 +190,8 @@ def test_two_processes_serve_alternating_steps(server, db, http):
 
 
 def test_concurrent_double_step_gives_one_success_and_one_conflict(http):
-    eid = reset(http, seed=5, task_id=0, difficulty=0)["observation"]["episode_id"]
+    obs = reset(http, seed=5, task_id=0, difficulty=0)["observation"]
+    eid, tid = obs["episode_id"], task_ticket(obs)
     results: list[dict] = []
     barrier = threading.Barrier(2)
 
@@ -200,7 +205,7 @@ def test_concurrent_double_step_gives_one_success_and_one_conflict(http):
                     "method": "update_ticket",
                     "episode_id": eid,
                     "expected_step": 0,
-                    "params": {"ticket_id": "TKT-1042", "field": "verified", "value": True},
+                    "params": {"ticket_id": tid, "field": "verified", "value": True},
                 }
             },
         )
@@ -568,7 +573,7 @@ def test_mcp_over_the_websocket_session(server):
                     ("tools/list", {}),
                     (
                         "tools/call",
-                        {"name": "ticketdesk_get_ticket", "arguments": {"ticket_id": "TKT-1042"}},
+                        {"name": "ticketdesk_get_ticket", "arguments": {"ticket_id": "TKT-0001"}},
                     ),
                 ]
             ):
