@@ -33,6 +33,8 @@ from .mcp import standard_server
 from .models import CompanyOSObservation, CompanyOSWireAction
 from .routes import build_router
 from .settings import Settings
+from .timeline import build_timeline_router
+from .viewer_page import mount_viewer
 
 Scope = dict[str, Any]
 ASGIApp = Callable[
@@ -47,7 +49,8 @@ through the OpenEnv API from an event-sourced, replayable log.
 * `POST /step` with `{"action": {"app": ..., "method": ..., "params": {...}, "episode_id": ...}}`
   continues that episode (plain HTTP is stateful through the log); `/ws` keeps a session.
 * `GET /episodes`, `/episodes/{id}/events`, `/episodes/{id}/state?step=k`,
-  `POST /episodes/{id}/fork`, `POST /episodes/{id}/verify`: the log, browsed.
+  `POST /episodes/{id}/fork`, `POST /episodes/{id}/verify`: the log, browsed;
+  `GET /episodes/{id}/timeline` step by step, and the replay viewer page at `/viewer/`.
 * `GET /manifest`: the tools, for prompting. MCP: `POST /mcp` (OpenEnv JSON-RPC) and a standard
   MCP server at `/mcp-server/`.
 """
@@ -163,6 +166,8 @@ def build_app(settings: Settings | None = None) -> FastAPI:
     # ours takes ?episode_id= (and answers the same without it).
     app.router.routes[:] = [r for r in app.router.routes if getattr(r, "path", None) != "/state"]
     app.include_router(build_router(store, cache, new_env))
+    app.include_router(build_timeline_router(store))
+    mount_viewer(app)
 
     mcp_app = standard_server(new_env).http_app(path="/")
     app.mount("/mcp-server", mcp_app)

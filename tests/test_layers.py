@@ -94,6 +94,8 @@ def test_the_wheel_installs_only_the_companyos_package(tmp_path):
     names = zipfile.ZipFile(wheel).namelist()
     for layer in ("domain", "events", "projections", "api", "agents"):
         assert f"companyos/{layer}/__init__.py" in names
+    for asset in ("index.html", "app.js", "style.css"):  # the replay viewer's package data
+        assert f"companyos/api/viewer/{asset}" in names
     found = subprocess.run(
         [
             sys.executable,
