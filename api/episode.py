@@ -22,7 +22,7 @@ from companyos.domain import (
     fold,
 )
 from companyos.domain.chaos import LEVELS
-from companyos.domain.instances import UnknownScenario
+from companyos.domain.instances import UnknownScenario, start_world
 from companyos.events import NEW_STREAM, EventStore, RecordedEvent
 from companyos.events.types import (
     EpisodeEnded,
@@ -180,7 +180,7 @@ class Episode:
         except UnknownScenario as exc:
             raise ResetError(str(exc)) from None
         recorded = store.append(episode_id, events, NEW_STREAM)
-        world = fold(events)
+        world = start_world(events)
         assert world.task is not None
         graph = milestones_for(world.task.goal)
         return cls(

@@ -39,6 +39,7 @@ from .company import (
 )
 from .families import FAMILIES, FAMILY_NAMES, ChaosItem, Draft
 from .families.base import away
+from .model import World
 from .rng import AdversarialRNG, KeyedRNG
 
 GENERATOR = "companyos/2"
@@ -251,6 +252,30 @@ def build_instance(family: str, seed: int, difficulty: int) -> Instance:
     return Instance(
         family, seed, difficulty, draft.text, goal, tuple(setup), budget, budget - worst, worst
     )
+
+
+@functools.lru_cache(maxsize=1024)
+def setup_world(family: str, seed: int, difficulty: int) -> World:
+    """The world the instance's opening events (all but `EpisodeStarted`) fold to, cached:
+    worlds are immutable values, and `EpisodeStarted` only sets ``info``, which no other
+    event's evolver reads, so a reset folds one event instead of fifty."""
+    from .world import fold
+
+    return fold(build_instance(family, seed, difficulty).setup)
+
+
+def start_world(events: list[Event]) -> World:
+    """``fold(events)`` for the opening events of an episode from `build_episode`."""
+    from .world import evolve
+
+    started = events[0]
+    assert isinstance(started, EpisodeStarted)
+    task = events[1]
+    assert isinstance(task, TaskAssigned)
+    parsed = parse_instance_id(task.instance_id)
+    assert parsed is not None
+    family, difficulty, seed = parsed
+    return evolve(setup_world(family, seed, difficulty), started)
 
 
 def worst_case(family: str, seed: int, difficulty: int, setup: tuple[Event, ...]) -> int:

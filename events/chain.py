@@ -26,14 +26,15 @@ def event_body(seq: int, event_type: str, version: int, payload: dict[str, Any])
     return canonical({"seq": seq, "type": event_type, "v": version, "data": payload})
 
 
+_TYPE_JSON: dict[str, bytes] = {}
+
+
 def event_body_from_json(seq: int, event_type: str, version: int, data_json: bytes) -> bytes:
     """`event_body` when the data is already canonical JSON (the keys are in sorted order)."""
-    return b'{"data":%s,"seq":%d,"type":%s,"v":%d}' % (
-        data_json,
-        seq,
-        orjson.dumps(event_type),
-        version,
-    )
+    type_json = _TYPE_JSON.get(event_type)
+    if type_json is None:
+        type_json = _TYPE_JSON.setdefault(event_type, orjson.dumps(event_type))
+    return b'{"data":%s,"seq":%d,"type":%s,"v":%d}' % (data_json, seq, type_json, version)
 
 
 def chain_hash(prev_hash: str, body: bytes) -> str:

@@ -81,6 +81,32 @@ class SealedEvent(NamedTuple):
     event: Event
 
 
+_SETUP_TYPES = frozenset(
+    {"TaskAssigned", "ApprovalTypeDefined", "ApproverRegistered", "TicketCreated", "MetricRecorded"}
+)
+"""Events that describe an instance's initial world: the very same objects open every episode
+of a (cached) instance, so their canonical JSON is worth keeping."""
+_JSON_CACHE: dict[int, tuple[Event, dict[str, Any], bytes]] = {}
+_JSON_CACHE_MAX = 200_000
+
+
+def _payload_json(ev: Event) -> tuple[dict[str, Any], bytes]:
+    if ev.type not in _SETUP_TYPES:
+        data = ev.payload()
+        return data, canonical(data)
+    # Keyed by identity and holding the event itself, so the id cannot be reused while cached;
+    # events are frozen, so the JSON cannot go out of date.
+    hit = _JSON_CACHE.get(id(ev))
+    if hit is not None and hit[0] is ev:
+        return hit[1], hit[2]
+    data = ev.payload()
+    data_json = canonical(data)
+    if len(_JSON_CACHE) >= _JSON_CACHE_MAX:
+        _JSON_CACHE.clear()
+    _JSON_CACHE[id(ev)] = (ev, data, data_json)
+    return data, data_json
+
+
 def seal(
     stream: str, events: Sequence[Event], expected_version: int, prev_hash: str
 ) -> list[SealedEvent]:
@@ -90,8 +116,7 @@ def seal(
     prev = prev_hash.encode("ascii")
     for ev in events:
         seq += 1
-        data = ev.payload()
-        data_json = canonical(data)
+        data, data_json = _payload_json(ev)
         body = event_body_from_json(seq, ev.type, ev.schema_version, data_json)
         h = sha256(prev + body).hexdigest()
         out.append(

@@ -29,6 +29,7 @@ from companyos.domain import (
 )
 from companyos.domain.chaos import CATALOGUE, KIND_NAMES, LEVELS
 from companyos.domain.goals import collateral, success
+from companyos.domain.instances import start_world
 from companyos.domain.model import MINUTES_PER_STEP
 from companyos.events.types import ChaosInjected, Event, FaultInjected
 from companyos.projections import replay
@@ -99,6 +100,14 @@ def test_the_task_text_is_what_a_human_is_told_and_no_more():
 
 def _fmt(v: float) -> str:
     return f"{v:g}" if v != int(v) else f"{int(v)}."
+
+
+def test_the_cached_initial_world_is_the_fold_of_the_opening_events():
+    for family in FAMILY_NAMES:
+        for difficulty in DIFFICULTIES:
+            for seed in range(3):
+                events = build_episode(family, seed, difficulty, agent="x", max_steps=40)
+                assert start_world(events) == fold(events)
 
 
 def test_instances_are_cached_and_deterministic():
