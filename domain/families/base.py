@@ -6,7 +6,13 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
-from companyos.events.types import ApprovalTypeDefined, Goal, MetricRecorded, TicketCreated
+from companyos.events.types import (
+    ApprovalTypeDefined,
+    Goal,
+    MetricRecorded,
+    TicketCreated,
+    TicketGoal,
+)
 
 from ..chaos import ChaosProfile
 from ..company import Company, Draw
@@ -74,3 +80,27 @@ def missing(ticket_id: str, field_name: str) -> ChaosItem:
 
 def blocked(ticket_id: str, reason: str) -> ChaosItem:
     return ChaosItem("blocked_ticket", ticket_id, {"reason": reason})
+
+
+def open_ticket(
+    tid: str, title: str, description: str, priority: str, assignee: str
+) -> TicketCreated:
+    """A task's ticket as it is created: open, unverified (chaos may then take fields away)."""
+    return TicketCreated(
+        ticket_id=tid,
+        title=title,
+        description=description,
+        priority=priority,
+        assignee=assignee,
+        status="open",
+    )
+
+
+def task_ticket(tid: str, priority: str, assignee: str, *, verify: bool = True) -> TicketGoal:
+    """The usual goal for a task's ticket: these values, not blocked, and (mostly) verified."""
+    return TicketGoal(
+        ticket_id=tid,
+        fields={"priority": priority, "assignee": assignee},
+        unblock=True,
+        verify=verify,
+    )

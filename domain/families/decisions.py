@@ -4,23 +4,12 @@ the other side of the line."""
 
 from __future__ import annotations
 
-from companyos.events.types import ApprovalGoal, Criterion, Goal, TicketCreated, TicketGoal
+from companyos.events.types import ApprovalGoal, Criterion, Goal, TicketGoal
 
 from ..chaos import ChaosProfile
 from ..company import Company, Draw, approval_type, metric, slug, ticket_id
-from .base import Draft, away, missing, stale
+from .base import Draft, away, missing, open_ticket, stale, task_ticket
 from .originals import PURPOSES, VENDORS
-
-
-def _ticket(tid: str, title: str, description: str, priority: str, assignee: str) -> TicketCreated:
-    return TicketCreated(
-        ticket_id=tid,
-        title=title,
-        description=description,
-        priority=priority,
-        assignee=assignee,
-        status="open",
-    )
 
 
 class VendorRiskReview:
@@ -44,14 +33,7 @@ class VendorRiskReview:
         m = f"compliance.{slug(vendor)}"
         if qualifies:
             goal = Goal(
-                tickets=(
-                    TicketGoal(
-                        ticket_id=tid,
-                        fields={"priority": "high", "assignee": owner},
-                        unblock=True,
-                        verify=True,
-                    ),
-                ),
+                tickets=(task_ticket(tid, "high", owner),),
                 metrics=(m,),
                 approvals=(
                     ApprovalGoal(approval_type="vendor_onboarding", data={"vendor": vendor}),
@@ -79,7 +61,7 @@ class VendorRiskReview:
             text=text,
             goal=goal,
             tickets=[
-                _ticket(
+                open_ticket(
                     tid,
                     f"Vendor review: {vendor}",
                     f"{vendor} asks to be onboarded as a vendor.",
@@ -129,14 +111,7 @@ class ExpenseAudit:
         m_amount, m_limit = f"expense.{slug(exp)}", "policy.expense_limit"
         if within:
             goal = Goal(
-                tickets=(
-                    TicketGoal(
-                        ticket_id=tid,
-                        fields={"priority": "medium", "assignee": employee},
-                        unblock=True,
-                        verify=True,
-                    ),
-                ),
+                tickets=(task_ticket(tid, "medium", employee),),
                 metrics=(m_amount, m_limit),
                 approvals=(
                     ApprovalGoal(approval_type="expense_report", data={"employee": employee}),
@@ -163,7 +138,7 @@ class ExpenseAudit:
             text=text,
             goal=goal,
             tickets=[
-                _ticket(
+                open_ticket(
                     tid,
                     f"Expense report {exp}: {purpose}",
                     f"{employee}'s expenses for the {purpose}.",

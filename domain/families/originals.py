@@ -5,11 +5,11 @@ missing its assignee)."""
 
 from __future__ import annotations
 
-from companyos.events.types import ApprovalGoal, Goal, TicketCreated, TicketGoal
+from companyos.events.types import ApprovalGoal, Goal, TicketGoal
 
 from ..chaos import ChaosProfile
 from ..company import SERVICES, Company, Draw, approval_type, metric, slug, ticket_id
-from .base import Draft, away, blocked, missing, stale
+from .base import Draft, away, blocked, missing, open_ticket, stale, task_ticket
 
 VENDORS = (
     "Northwind Analytics",
@@ -58,17 +58,6 @@ SECTIONS = (
 )
 
 
-def _ticket(tid: str, title: str, description: str, priority: str, assignee: str) -> TicketCreated:
-    return TicketCreated(
-        ticket_id=tid,
-        title=title,
-        description=description,
-        priority=priority,
-        assignee=assignee,
-        status="open",
-    )
-
-
 class VendorOnboarding:
     name = "vendor_onboarding"
     title = "Vendor onboarding"
@@ -82,14 +71,7 @@ class VendorOnboarding:
         score = draw.number("score", 81, 97, 0)
         m = f"compliance.{slug(vendor)}"
         goal = Goal(
-            tickets=(
-                TicketGoal(
-                    ticket_id=tid,
-                    fields={"priority": "high", "assignee": owner},
-                    unblock=True,
-                    verify=True,
-                ),
-            ),
+            tickets=(task_ticket(tid, "high", owner),),
             metrics=(m,),
             approvals=(ApprovalGoal(approval_type="vendor_onboarding", data={"vendor": vendor}),),
         )
@@ -104,7 +86,7 @@ class VendorOnboarding:
             text=text,
             goal=goal,
             tickets=[
-                _ticket(
+                open_ticket(
                     tid,
                     f"Onboard vendor {vendor}",
                     f"New vendor {vendor}: needs a security compliance check and CFO sign-off.",
@@ -149,14 +131,7 @@ class ExpenseReport:
         amount = draw.number("amount", 150, 4800, 2)
         m = f"expense.{slug(exp)}"
         goal = Goal(
-            tickets=(
-                TicketGoal(
-                    ticket_id=tid,
-                    fields={"priority": "medium", "assignee": employee},
-                    unblock=True,
-                    verify=True,
-                ),
-            ),
+            tickets=(task_ticket(tid, "medium", employee),),
             metrics=(m,),
             approvals=(ApprovalGoal(approval_type="expense_report", data={"employee": employee}),),
         )
@@ -171,7 +146,7 @@ class ExpenseReport:
             text=text,
             goal=goal,
             tickets=[
-                _ticket(
+                open_ticket(
                     tid,
                     f"Expense report {exp}: {purpose}",
                     f"{employee}'s expenses for the {purpose}.",
@@ -226,7 +201,7 @@ class BugEscalation:
             text=text,
             goal=goal,
             tickets=[
-                _ticket(
+                open_ticket(
                     tid,
                     f"{service} returning 5xx on login",
                     f"Failures spiking since the last deploy of {service}.",
@@ -269,14 +244,7 @@ class LicenseRenewal:
         days = float(draw.integer("days", 5, 40))
         m = f"license_expiry.{slug(product)}"
         goal = Goal(
-            tickets=(
-                TicketGoal(
-                    ticket_id=tid,
-                    fields={"priority": "medium", "assignee": owner},
-                    unblock=True,
-                    verify=True,
-                ),
-            ),
+            tickets=(task_ticket(tid, "medium", owner),),
             metrics=(m,),
             approvals=(ApprovalGoal(approval_type="license_renewal", data={"license": product}),),
         )
@@ -290,7 +258,7 @@ class LicenseRenewal:
             text=text,
             goal=goal,
             tickets=[
-                _ticket(
+                open_ticket(
                     tid,
                     f"Renew {product} licence",
                     f"Annual renewal for the {product} seats.",
@@ -322,14 +290,7 @@ class HandbookUpdate:
         owner = company.fresh_name(draw, "owner")
         tid = ticket_id(draw, "ticket", taken)
         goal = Goal(
-            tickets=(
-                TicketGoal(
-                    ticket_id=tid,
-                    fields={"priority": "medium", "assignee": owner},
-                    unblock=True,
-                    verify=True,
-                ),
-            ),
+            tickets=(task_ticket(tid, "medium", owner),),
             approvals=(ApprovalGoal(approval_type="handbook_update", data={"section": section}),),
         )
         text = (
@@ -342,7 +303,7 @@ class HandbookUpdate:
             text=text,
             goal=goal,
             tickets=[
-                _ticket(
+                open_ticket(
                     tid,
                     f"Handbook: update {section} policy",
                     f"Publish the revised {section} section of the handbook.",

@@ -2,23 +2,12 @@
 
 from __future__ import annotations
 
-from companyos.events.types import ApprovalGoal, Goal, TicketCreated, TicketGoal
+from companyos.events.types import ApprovalGoal, Goal, TicketGoal
 
 from ..chaos import ChaosProfile
 from ..company import SERVICES, Company, Draw, approval_type, metric, slug, ticket_id
-from .base import ChaosItem, Draft, away, blocked, missing, stale
+from .base import ChaosItem, Draft, away, blocked, missing, open_ticket, stale, task_ticket
 from .originals import VENDORS
-
-
-def _ticket(tid: str, title: str, description: str, priority: str, assignee: str) -> TicketCreated:
-    return TicketCreated(
-        ticket_id=tid,
-        title=title,
-        description=description,
-        priority=priority,
-        assignee=assignee,
-        status="open",
-    )
 
 
 class PurchaseOrder:
@@ -45,14 +34,7 @@ class PurchaseOrder:
         if above:
             approvals.append(ApprovalGoal(approval_type="purchase_order_cfo"))
         goal = Goal(
-            tickets=(
-                TicketGoal(
-                    ticket_id=tid,
-                    fields={"priority": "medium", "assignee": owner},
-                    unblock=True,
-                    verify=True,
-                ),
-            ),
+            tickets=(task_ticket(tid, "medium", owner),),
             metrics=(m_amount, m_policy),
             approvals=tuple(approvals),
         )
@@ -72,7 +54,7 @@ class PurchaseOrder:
             text=text,
             goal=goal,
             tickets=[
-                _ticket(
+                open_ticket(
                     tid,
                     f"Purchase order {po}: {vendor}",
                     f"Order {po} to {vendor}.",
@@ -121,14 +103,7 @@ class DataAccessRequest:
         m = f"payroll.{slug(dept)}"
         restricted = level.inherent
         goal = Goal(
-            tickets=(
-                TicketGoal(
-                    ticket_id=tid,
-                    fields={"priority": "medium", "assignee": owner},
-                    unblock=True,
-                    verify=True,
-                ),
-            ),
+            tickets=(task_ticket(tid, "medium", owner),),
             metrics=(m,),
             access=("finance",) if restricted else (),
             approvals=(ApprovalGoal(approval_type="finance_report", data={"report": report}),),
@@ -143,7 +118,7 @@ class DataAccessRequest:
             text=text,
             goal=goal,
             tickets=[
-                _ticket(
+                open_ticket(
                     tid,
                     f"Prepare {report}",
                     f"Quarterly payroll cost for {dept}, for the CFO.",
@@ -181,13 +156,7 @@ class IncidentEscalation:
         rate = draw.number("rate", 5.0, 30.0, 1)
         m = f"error_rate.{slug(service)}"
         goal = Goal(
-            tickets=(
-                TicketGoal(
-                    ticket_id=tid,
-                    fields={"priority": "critical", "assignee": commander},
-                    unblock=True,
-                ),
-            ),
+            tickets=(task_ticket(tid, "critical", commander, verify=False),),
             metrics=(m,),
             approvals=(
                 ApprovalGoal(approval_type="incident_escalation", data={"service": service}),
@@ -205,7 +174,7 @@ class IncidentEscalation:
             text=text,
             goal=goal,
             tickets=[
-                _ticket(
+                open_ticket(
                     tid,
                     f"SEV-1: {service} outage",
                     f"Most requests to {service} are failing.",
@@ -261,14 +230,7 @@ class ContractRenewal:
         stated = round(value * draw.number("stated", 1.05, 1.2, 3), 0)
         m = f"contract_value.{slug(party)}"
         goal = Goal(
-            tickets=(
-                TicketGoal(
-                    ticket_id=tid,
-                    fields={"priority": "medium", "assignee": owner},
-                    unblock=True,
-                    verify=True,
-                ),
-            ),
+            tickets=(task_ticket(tid, "medium", owner),),
             metrics=(m,),
             approvals=(
                 ApprovalGoal(approval_type="contract_renewal", data={"counterparty": party}),
@@ -285,7 +247,7 @@ class ContractRenewal:
             text=text,
             goal=goal,
             tickets=[
-                _ticket(
+                open_ticket(
                     tid,
                     f"Renew contract: {party}",
                     description.format(value=value),
@@ -342,12 +304,7 @@ class EmployeeOffboarding:
             subs.append((sub, title, desc, who, team))
         goal = Goal(
             tickets=(
-                TicketGoal(
-                    ticket_id=main,
-                    fields={"priority": "medium", "assignee": owner},
-                    unblock=True,
-                    verify=True,
-                ),
+                task_ticket(main, "medium", owner),
                 *(
                     TicketGoal(
                         ticket_id=s,
@@ -374,7 +331,7 @@ class EmployeeOffboarding:
             text=text,
             goal=goal,
             tickets=[
-                _ticket(
+                open_ticket(
                     main,
                     f"Offboard {employee}",
                     f"{employee} leaves at the end of the month.",
@@ -382,7 +339,7 @@ class EmployeeOffboarding:
                     owner,
                 ),
                 *(
-                    _ticket(s, title, f"{desc} ({team})", "medium", who)
+                    open_ticket(s, title, f"{desc} ({team})", "medium", who)
                     for s, title, desc, who, team in subs
                 ),
             ],
