@@ -37,7 +37,14 @@ from companyos.events.types import InvalidAction, ToolCalled
 from companyos.projections import progress, render_result, render_world, tool_manifest
 
 from .cache import EpisodeCache
-from .episode import Episode, EpisodeNotFound, ResetError, check_difficulty, check_seed
+from .episode import (
+    MAX_EPISODE_STEPS,
+    Episode,
+    EpisodeNotFound,
+    ResetError,
+    check_difficulty,
+    check_seed,
+)
 from .models import (
     CompanyOSAction,
     CompanyOSObservation,
@@ -71,6 +78,7 @@ class CompanyOSEnvironment(Environment[CompanyOSAction, CompanyOSObservation, Co
         reward_profile: str = "default",
         limits: Limits = DEFAULT_LIMITS,
         cache: EpisodeCache | None = None,
+        max_episode_steps: int = MAX_EPISODE_STEPS,
     ) -> None:
         super().__init__()
         self._owns_store = store is None
@@ -79,6 +87,7 @@ class CompanyOSEnvironment(Environment[CompanyOSAction, CompanyOSObservation, Co
         self.default_profile = reward_profile
         self.limits = limits
         self.cache = cache
+        self.max_episode_steps = max_episode_steps
         self._episode: Episode | None = None
         self._session = f"session-{uuid.uuid4().hex}"
         self._session_version = -1
@@ -125,6 +134,7 @@ class CompanyOSEnvironment(Environment[CompanyOSAction, CompanyOSObservation, Co
                 max_steps=max_steps,
                 agent=agent,
                 limits=self.limits,
+                max_episode_steps=self.max_episode_steps,
             )
             assert episode.world.info is not None
             message = f"New episode {new_id}: {episode.world.info.scenario} (seed {seed})."
