@@ -97,6 +97,7 @@ class CompanyOSEnvironment(Environment[CompanyOSAction, CompanyOSObservation, Co
 
     def reset(
         self,
+        /,  # OpenEnv passes a request's JSON keys as keywords: {"self": 1} must not bind here
         seed: int | None = None,
         episode_id: str | None = None,
         task_id: str | int | None = None,
@@ -130,7 +131,7 @@ class CompanyOSEnvironment(Environment[CompanyOSAction, CompanyOSObservation, Co
                 seed=seed,
                 task_id=task_id,
                 difficulty=self.default_difficulty if difficulty is None else difficulty,
-                reward_profile=reward_profile or self.default_profile,
+                reward_profile=self.default_profile if reward_profile is None else reward_profile,
                 max_steps=max_steps,
                 agent=agent,
                 limits=self.limits,
@@ -145,7 +146,7 @@ class CompanyOSEnvironment(Environment[CompanyOSAction, CompanyOSObservation, Co
             self.cache.put(episode)
         return self._observation(episode, message=message, tools=True)
 
-    def step(self, action: Any, timeout_s: float | None = None, **kwargs: Any) -> Observation:
+    def step(self, action: Any, /, timeout_s: float | None = None, **kwargs: Any) -> Observation:
         action = unwrap(action)
         if isinstance(action, ListToolsAction):
             from .mcp import openenv_tools
@@ -165,7 +166,7 @@ class CompanyOSEnvironment(Environment[CompanyOSAction, CompanyOSObservation, Co
         return self.act(app, method, params, episode_id, expected_step)
 
     async def step_async(
-        self, action: Any, timeout_s: float | None = None, **kwargs: Any
+        self, action: Any, /, timeout_s: float | None = None, **kwargs: Any
     ) -> Observation:
         return self.step(action, timeout_s=timeout_s, **kwargs)
 

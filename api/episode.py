@@ -168,6 +168,8 @@ class Episode:
         check_agent(agent)
         check_difficulty(difficulty)
         check_episode_id(episode_id)
+        if not isinstance(reward_profile, str):
+            raise ResetError(f"reward_profile must be a profile's name, not {reward_profile!r}")
         try:
             profile = get_profile(reward_profile)
         except ValueError as exc:
@@ -243,7 +245,10 @@ class Episode:
         the source stream is not touched."""
         check_episode_id(episode_id)
         check_agent(agent)
-        records = store.read(source_id)
+        # Not an id at all (a number, an object): nothing to look up, and nothing the store
+        # should be asked (a driver refuses to bind such a value).
+        valid = isinstance(source_id, str) and EPISODE_ID.match(source_id)
+        records = store.read(source_id) if valid else []
         if not records or not isinstance(records[0].event, EpisodeStarted):
             raise ResetError(f"cannot fork {source_id!r}: no such episode")
         calls = [i for i, r in enumerate(records) if isinstance(r.event, ToolCalled)]

@@ -38,6 +38,15 @@ REASONS = {
     503: "The event store is unavailable; retry shortly.",
 }
 OPEN = {"/health"}
+RESET_EXAMPLE = {"seed": 7, "task_id": "vendor_onboarding", "difficulty": 2}
+STEP_EXAMPLE = {
+    "action": {
+        "app": "ticketdesk",
+        "method": "get_ticket",
+        "params": {"ticket_id": "TKT-1042"},
+        "episode_id": "3f0c1b1e-5d5a-4a7e-9a77-0b1c2d3e4f50",
+    }
+}
 
 
 def _nullable(schema: dict[str, Any], description: str) -> dict[str, Any]:
@@ -88,6 +97,25 @@ def reset_body(max_episode_steps: int) -> dict[str, Any]:
     }
 
 
+def _inlined(schema: dict[str, Any]) -> dict[str, Any]:
+    """The schema with its local ``$defs`` references replaced by their definitions (the
+    action models are not shared components, and a named component invites confusion with
+    the request's own properties)."""
+    defs = schema.pop("$defs", {})
+
+    def walk(node: Any) -> Any:
+        if isinstance(node, dict):
+            ref = node.get("$ref", "")
+            if ref.startswith("#/$defs/"):
+                return walk(defs[ref.removeprefix("#/$defs/")])
+            return {k: walk(v) for k, v in node.items() if k != "title"}
+        if isinstance(node, list):
+            return [walk(v) for v in node]
+        return node
+
+    return walk(schema)
+
+
 def _statuses(path: str, method: str, operation: dict[str, Any], api_key: bool) -> list[int]:
     if path in OPEN:
         return []
@@ -112,16 +140,15 @@ def _augment(schema: dict[str, Any], api_key: bool, max_episode_steps: int) -> N
     schemas["ErrorDetail"] = ERROR_SCHEMA
     if "ResetRequest" in schemas:
         schemas["ResetRequest"] = reset_body(max_episode_steps)
+        schemas["ResetRequest"]["examples"] = [RESET_EXAMPLE, {}]
     if "StepRequest" in schemas:
-        action = TypeAdapter(CompanyOSWireAction).json_schema(
-            ref_template="#/components/schemas/{model}"
-        )
-        schemas.update(action.pop("$defs", {}))
+        action = _inlined(TypeAdapter(CompanyOSWireAction).json_schema())
         action["description"] = (
             "A tool call (`app`, `method`, `params`, and `episode_id` to continue a stored "
             "episode over plain HTTP), or OpenEnv's MCP actions."
         )
         schemas["StepRequest"]["properties"]["action"] = action
+        schemas["StepRequest"]["examples"] = [STEP_EXAMPLE]
     for path, operations in schema.get("paths", {}).items():
         for method, operation in operations.items():
             responses = operation.setdefault("responses", {})

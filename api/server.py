@@ -26,6 +26,7 @@ from uvicorn.protocols.utils import ClientDisconnected
 
 from companyos.events import StoreError, open_store
 
+from . import compat
 from .auth import ApiKeyGuard
 from .cache import EpisodeCache
 from .environment import CompanyOSEnvironment
@@ -136,6 +137,7 @@ def _error(status: int, message: str) -> JSONResponse:
 
 def build_app(settings: Settings | None = None) -> FastAPI:
     settings = settings or Settings()
+    compat.install()
     store = open_store(settings.store)
     cache = EpisodeCache(store, settings.limits, capacity=settings.cache_episodes)
     new_env = functools.partial(

@@ -1,0 +1,53 @@
+"""Workarounds for two bugs of openenv-core 0.3.0's server, applied where they bite (the app
+calls `install`). Each keeps the library's behaviour for every request it handled correctly.
+
+1. `deserialize_action` looks the action's ``type`` up in a dict before validating it: an
+   action such as ``{"type": {}}`` (an unhashable ``type``) raised TypeError, a 500 on
+   `POST /step` and an internal message on `/ws`. Such an action can only be invalid, so it
+   goes straight to the action model's validation: a 422 (an error frame) saying what is wrong.
+
+2. The server runs ``env.reset(**body)`` and ``env.step(action, **extras)`` through helpers
+   whose own parameters (``self``, ``func``, ``session_id``) could be bound by a request's JSON
+   keys: ``{"func": 1}`` raised "got multiple values for argument", a 500. The same helpers
+   with positional-only parameters pass every key on to the environment, which refuses an
+   unknown reset option with a 400 as for any other.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Callable, Hashable
+from typing import Any
+
+from openenv.core.env_server import http_server
+
+_original_deserialize = http_server.deserialize_action
+
+
+def deserialize_action(action_data: dict[str, Any], action_cls: Any) -> Any:
+    kind = action_data.get("type") if isinstance(action_data, dict) else None
+    if not isinstance(kind, Hashable):
+        return action_cls.model_validate(action_data)
+    return _original_deserialize(action_data, action_cls)
+
+
+async def _run_sync_in_thread_pool(
+    self: Any, func: Callable[..., Any], /, *args: Any, **kwargs: Any
+) -> Any:
+    loop = asyncio.get_event_loop()
+    return await loop.run_in_executor(self._executor, lambda: func(*args, **kwargs))
+
+
+async def _run_in_session_executor(
+    self: Any, session_id: str, func: Callable[..., Any], /, *args: Any, **kwargs: Any
+) -> Any:
+    executor = self._session_executors.get(session_id, self._executor)
+    loop = asyncio.get_event_loop()
+    return await loop.run_in_executor(executor, lambda: func(*args, **kwargs))
+
+
+def install() -> None:
+    http_server.deserialize_action = deserialize_action  # type: ignore[assignment]
+    server = http_server.HTTPEnvServer
+    server._run_sync_in_thread_pool = _run_sync_in_thread_pool  # type: ignore[method-assign]
+    server._run_in_session_executor = _run_in_session_executor  # type: ignore[method-assign]
