@@ -1,4 +1,4 @@
-"""Workarounds for two bugs of openenv-core 0.3.0's server, applied where they bite (the app
+"""Workarounds for three bugs of openenv-core 0.3.0's server, applied where they bite (the app
 calls `install`). Each keeps the library's behaviour for every request it handled correctly.
 
 1. `deserialize_action` looks the action's ``type`` up in a dict before validating it: an
@@ -11,17 +11,40 @@ calls `install`). Each keeps the library's behaviour for every request it handle
    keys: ``{"func": 1}`` raised "got multiple values for argument", a 500. The same helpers
    with positional-only parameters pass every key on to the environment, which refuses an
    unknown reset option with a 400 as for any other.
+
+3. Its `/reset` body model converts ``"seed": false`` (or ``"7"``) to an integer before the
+   environment sees it, so a wrong seed silently became seed 0. The same model, with a seed
+   that must be a JSON number, answers those with a 422.
 """
 
 from __future__ import annotations
 
 import asyncio
 from collections.abc import Callable, Hashable
-from typing import Any
+from typing import Annotated, Any
 
 from openenv.core.env_server import http_server
+from pydantic import BeforeValidator, Field
+from pydantic_core import PydanticCustomError
 
 _original_deserialize = http_server.deserialize_action
+
+
+def _a_number(value: Any) -> Any:
+    if isinstance(value, bool | str):
+        # A custom error: OpenEnv and FastAPI put the error list in the JSON answer as it is.
+        raise PydanticCustomError(
+            "int_type", "seed must be an integer, not {kind}", {"kind": type(value).__name__}
+        )
+    return value
+
+
+class ResetRequest(http_server.ResetRequest):  # type: ignore[misc, name-defined]
+    """OpenEnv's reset body (extra keys allowed: they are the environment's reset options)."""
+
+    seed: Annotated[int | None, BeforeValidator(_a_number)] = Field(
+        default=None, ge=0, description="Random seed for reproducible episodes"
+    )
 
 
 def deserialize_action(action_data: dict[str, Any], action_cls: Any) -> Any:
@@ -47,7 +70,9 @@ async def _run_in_session_executor(
 
 
 def install() -> None:
+    """Call before `create_app`: the routes take the request model they find at creation."""
     http_server.deserialize_action = deserialize_action  # type: ignore[assignment]
+    http_server.ResetRequest = ResetRequest  # type: ignore[misc]
     server = http_server.HTTPEnvServer
     server._run_sync_in_thread_pool = _run_sync_in_thread_pool  # type: ignore[method-assign]
     server._run_in_session_executor = _run_in_session_executor  # type: ignore[method-assign]

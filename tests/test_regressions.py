@@ -156,3 +156,14 @@ def test_mcp_socket_answers_a_non_object_with_a_json_rpc_error(server):
         assert reply["error"]["code"] == -32600 and reply["id"] is None
         ws.send(json.dumps({"jsonrpc": "2.0", "method": "tools/list", "id": 1}))
         assert "result" in json.loads(ws.recv(timeout=30))
+
+
+@pytest.mark.parametrize("seed", [False, True, "7", "seven"])
+def test_a_seed_that_is_no_number_is_refused_not_turned_into_one(http, seed):
+    r = http.post("/reset", json={"seed": seed, "task_id": 0})
+    assert r.status_code == 422 and "seed must be an integer" in r.text, r.text
+
+
+def test_a_seed_given_as_a_whole_json_float_is_that_integer(http):
+    r = http.post("/reset", json={"seed": 7.0, "task_id": 0})
+    assert r.status_code == 200 and r.json()["observation"]["seed"] == 7
