@@ -104,7 +104,7 @@ def test_replicas_starting_together_on_a_fresh_database_all_open_it(backend, tmp
 
 
 def test_racing_processes_have_exactly_one_winner_per_version(shared_url):
-    rounds = ledger.scaled(25, 150)
+    rounds = ledger.scaled(25, 100)
     ctx = multiprocessing.get_context("spawn")
     barrier, out = ctx.Barrier(WRITERS), ctx.Queue()
     procs = [
@@ -148,7 +148,7 @@ def test_racing_processes_have_exactly_one_winner_per_version(shared_url):
 
 
 def test_churning_writers_lose_nothing_and_a_tailing_reader_skips_nothing(shared_url):
-    appends = ledger.scaled(150, 1200)
+    appends = ledger.scaled(150, 800)
     jitter = 0.002 if shared_url.startswith("postgresql") else 0.0005
     ctx = multiprocessing.get_context("spawn")
     stop, out = ctx.Event(), ctx.Queue()

@@ -23,7 +23,7 @@ from .serving import ServerProcess
 
 pytestmark = pytest.mark.reliability
 
-KILLS = ledger.scaled(3, 8)
+KILLS = ledger.scaled(3, 6)
 WS_SESSIONS = ledger.scaled(8, 16)
 HTTP_EPISODES = ledger.scaled(8, 16)
 

@@ -24,7 +24,7 @@ from .serving import ServerProcess
 
 pytestmark = pytest.mark.reliability
 
-EXAMPLES = ledger.scaled(50, 300)
+EXAMPLES = ledger.scaled(50, 200)
 CHECKS = [
     "not_a_server_error",
     "status_code_conformance",

@@ -69,7 +69,7 @@ IN_PROCESS = "fuzz: hypothesis on tool parameters and reset options (in-process)
 OVER_HTTP = "fuzz: hypothesis on tool parameters over HTTP"
 
 
-@settings(max_examples=ledger.scaled(200, 1500), suppress_health_check=list(HealthCheck))
+@settings(max_examples=ledger.scaled(200, 1000), suppress_health_check=list(HealthCheck))
 @given(options=reset_options, fork=st.booleans())
 def test_reset_refuses_any_bad_option_with_a_reset_error(options, fork):
     store = InMemoryEventStore()
@@ -90,7 +90,7 @@ def test_reset_refuses_any_bad_option_with_a_reset_error(options, fork):
     assert obs.episode_id and store.version(obs.episode_id) >= 0
 
 
-@settings(max_examples=ledger.scaled(150, 1000), suppress_health_check=list(HealthCheck))
+@settings(max_examples=ledger.scaled(150, 600), suppress_health_check=list(HealthCheck))
 @given(seed=st.integers(0, 2**32), actions=st.lists(wire_action, min_size=1, max_size=12))
 def test_step_takes_any_json_without_raising(seed, actions):
     env = CompanyOSEnvironment()
@@ -125,7 +125,7 @@ def server(tmp_path_factory: Any) -> Iterator[str]:
 
 
 @settings(
-    max_examples=ledger.scaled(40, 300),
+    max_examples=ledger.scaled(40, 200),
     suppress_health_check=list(HealthCheck),
     deadline=None,
 )

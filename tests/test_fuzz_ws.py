@@ -121,7 +121,7 @@ def test_fuzzed_frames_get_one_proper_reply_and_the_session_survives(server):
     problems: list[str] = []
 
     @settings(
-        max_examples=ledger.scaled(300, 2500),
+        max_examples=ledger.scaled(300, 1500),
         deadline=None,
         database=None,
         suppress_health_check=list(HealthCheck),

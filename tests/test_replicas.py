@@ -69,7 +69,7 @@ def deployment(tmp_path_factory: Any) -> Iterator[tuple[RoundRobinProxy, list[Se
 
 def test_steps_alternating_between_replicas_give_the_solo_log(deployment):
     proxy, servers, _ = deployment
-    episodes = ledger.scaled(5, 25)
+    episodes = ledger.scaled(5, 20)
     # A connection per request: the proxy hands each request to the next replica in turn.
     per_request = httpx.Limits(max_keepalive_connections=0)
     feed = EventFeed(servers[0].url)  # the oracle reads the log straight from one replica

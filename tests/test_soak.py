@@ -21,8 +21,8 @@ from .serving import ServerProcess
 
 pytestmark = pytest.mark.reliability
 
-WARM_UP = ledger.scaled(5, 30)
-DURATION = ledger.scaled(12, 150)
+WARM_UP = ledger.scaled(5, 20)
+DURATION = ledger.scaled(12, 120)
 CACHE = 64
 
 
