@@ -5,21 +5,19 @@ plays an episode over `/ws` all along and must notice nothing."""
 
 from __future__ import annotations
 
-import json
 import random
 import re
 import subprocess
 import sys
-import threading
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import httpx
 import pytest
-import websockets.sync.client
 
 from . import ledger
+from .canary import Canary
 from .serving import ServerProcess
 
 pytestmark = pytest.mark.reliability
@@ -41,38 +39,6 @@ store holds or of how options combine, by design and with a documented 4xx (a fo
 episode that does not exist or at a step it never reached, `at_step` without `fork_from`)."""
 
 CASES = {"n": 0, "5xx": 0}
-
-
-class Canary(threading.Thread):
-    """A session playing steps over `/ws` while the fuzzer runs: every reply must be an
-    observation of the next step."""
-
-    def __init__(self, url: str) -> None:
-        super().__init__(daemon=True)
-        self.url = url.replace("http://", "ws://") + "/ws"
-        self.stop = threading.Event()
-        self.steps = 0
-        self.problems: list[str] = []
-
-    def run(self) -> None:
-        with websockets.sync.client.connect(self.url) as ws:
-            while not self.stop.is_set():
-                ws.send(json.dumps({"type": "reset", "data": {"seed": 5, "max_steps": 1000}}))
-                reply = json.loads(ws.recv(timeout=60))
-                if reply["type"] != "observation":
-                    self.problems.append(str(reply))
-                    return
-                for step in range(1, 1000):
-                    if self.stop.wait(0.02):
-                        return
-                    call = {"app": "ticketdesk", "method": "get_ticket"}
-                    ws.send(json.dumps({"type": "step", "data": call}))
-                    reply = json.loads(ws.recv(timeout=60))
-                    obs = reply.get("data", {}).get("observation", {})
-                    if reply["type"] != "observation" or obs.get("step") != step:
-                        self.problems.append(str(reply)[:300])
-                        return
-                    self.steps += 1
 
 
 @pytest.fixture(scope="module")

@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import contextlib
 import json
-import threading
 import time
 from collections.abc import Iterator
 from contextlib import ExitStack
@@ -20,6 +19,7 @@ import websockets.sync.client as ws_client
 from hypothesis import HealthCheck, given, settings
 
 from . import ledger
+from .canary import Canary
 from .serving import ServerProcess
 from .wsfuzz import Frame, check_reply, frames
 
@@ -28,35 +28,6 @@ pytestmark = pytest.mark.reliability
 PHASE = "fuzz: WebSocket frames, floods, huge frames"
 LIMIT = 1 << 20
 MAX_SESSIONS = 12
-
-
-class Canary(threading.Thread):
-    """A `/ws` session stepping one episode all along: every reply must be its next step."""
-
-    def __init__(self, url: str) -> None:
-        super().__init__(daemon=True)
-        self.url = url.replace("http://", "ws://") + "/ws"
-        self.stop = threading.Event()
-        self.steps = 0
-        self.problems: list[str] = []
-
-    def run(self) -> None:
-        with ws_client.connect(self.url) as ws:
-            ws.send(json.dumps({"type": "reset", "data": {"seed": 3, "max_steps": 1000}}))
-            if json.loads(ws.recv(timeout=60))["type"] != "observation":
-                self.problems.append("reset failed")
-                return
-            while not self.stop.wait(0.02) and self.steps < 999:
-                ws.send(
-                    json.dumps(
-                        {"type": "step", "data": {"app": "datahub", "method": "list_metrics"}}
-                    )
-                )
-                reply = json.loads(ws.recv(timeout=60))
-                if reply.get("data", {}).get("observation", {}).get("step") != self.steps + 1:
-                    self.problems.append(str(reply)[:300])
-                    return
-                self.steps += 1
 
 
 @pytest.fixture(scope="module")
