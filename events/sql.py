@@ -195,12 +195,18 @@ def _record(row: Any) -> RecordedEvent:
 
 
 _I64 = 2**63 - 1
+_I32 = 2**31 - 1
 
 
 def _i64(n: int) -> int:
-    """Clamp a caller's bound to what the columns can hold: a position or seq past the range
-    simply matches nothing (the drivers would raise on the number itself)."""
+    """Clamp a caller's bound to what the position column can hold: a bound past the range
+    simply matches nothing more (the drivers would raise on the number itself)."""
     return max(-_I64, min(int(n), _I64))
+
+
+def _i32(n: int) -> int:
+    """The same for a seq bound (an INTEGER column: PostgreSQL casts the parameter to it)."""
+    return max(-_I32, min(int(n), _I32))
 
 
 def sqlite_url(path: str | Path) -> str:
@@ -515,10 +521,10 @@ class SQLEventStore(EventStore):
         self, stream: str, from_seq: int = 0, to_seq: int | None = None
     ) -> list[RecordedEvent]:
         q = select(*_EVENT_COLUMNS).where(
-            EVENTS.c.episode_id == stream, EVENTS.c.seq >= _i64(from_seq)
+            EVENTS.c.episode_id == stream, EVENTS.c.seq >= _i32(from_seq)
         )
         if to_seq is not None:
-            q = q.where(EVENTS.c.seq <= _i64(to_seq))
+            q = q.where(EVENTS.c.seq <= _i32(to_seq))
         return [_record(r) for r in self._rows(q.order_by(EVENTS.c.seq))]
 
     def read_all(self, after_position: int = 0, limit: int = 1000) -> list[RecordedEvent]:
