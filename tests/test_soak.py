@@ -68,6 +68,9 @@ def test_memory_stays_flat_under_continuous_sessions(tmp_path):
         f"{DURATION} s more ({growth:+.1%}; samples {min(samples) / 1024:.1f}-"
         f"{max(samples) / 1024:.1f} MiB) over {rounds} rounds, {len(total.episodes):,} episodes"
     )
+    # Generous on purpose (the samples move by a percent or two): this catches a leak, such as
+    # an unbounded cache or sessions never released, not the allocator's noise.
+    assert growth < 0.25, note
     ledger.record(
         "soak: continuous sessions, memory sampled",
         episodes=len(total.episodes),
