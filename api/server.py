@@ -34,6 +34,7 @@ from .episode import EpisodeExists, EpisodeNotFound, ResetError
 from .mcp import standard_server
 from .models import CompanyOSObservation, CompanyOSWireAction
 from .openapi import document
+from .params import SingleValuedQuery
 from .routes import build_router
 from .settings import Settings
 from .sockets import FrameGuard, IdleSockets
@@ -210,6 +211,7 @@ def build_app(settings: Settings | None = None) -> FastAPI:
     document(app, api_key=bool(settings.api_key), max_episode_steps=settings.max_episode_steps)
     app.add_middleware(BodyLimit, limit=settings.max_body_bytes)  # type: ignore[arg-type]
     app.add_middleware(QuietDisconnects)  # type: ignore[arg-type]
+    app.add_middleware(SingleValuedQuery, openapi=app.openapi)  # type: ignore[arg-type]
     app.add_middleware(FrameGuard)  # type: ignore[arg-type]
     app.add_middleware(IdleSockets, timeout=settings.session_timeout)  # type: ignore[arg-type]
     if settings.api_key:  # outermost: nothing runs, nor is any body read, without the key

@@ -151,3 +151,13 @@ def test_a_seed_that_is_no_number_is_refused_not_turned_into_one(http, seed):
 def test_a_seed_given_as_a_whole_json_float_is_that_integer(http):
     r = http.post("/reset", json={"seed": 7.0, "task_id": 0})
     assert r.status_code == 200 and r.json()["observation"]["seed"] == 7
+
+
+def test_a_query_parameter_given_twice_is_a_422_not_the_last_value(http):
+    eid = started(http)
+    r = http.get(f"/episodes/{eid}/state?step=.exe&step=+0.0")
+    assert r.status_code == 422 and r.json()["detail"][0]["loc"] == ["query", "step"]
+    assert "once" in r.json()["detail"][0]["msg"]
+    r = http.get("/episodes?limit=5&limit=6&outcome=running")
+    assert r.status_code == 422
+    assert http.get(f"/episodes/{eid}/state?step=0").status_code == 200
