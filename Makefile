@@ -8,10 +8,10 @@ STAMP  := $(VENV)/.installed
 STORE  ?= sqlite:///data/companyos.db
 
 .DEFAULT_GOAL := help
-.PHONY: help install test serve demo bench baselines lint clean
+.PHONY: help install test reliability serve demo bench baselines lint clean
 
 help: ## list the targets
-	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  make %-10s %s\n", $$1, $$2}'
+	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  make %-12s %s\n", $$1, $$2}'
 
 $(STAMP): pyproject.toml
 	@test -x $(PY) || $(PYTHON) -m venv $(VENV)
@@ -21,8 +21,12 @@ $(STAMP): pyproject.toml
 
 install: $(STAMP) ## create .venv and install companyos with its dev extras
 
-test: $(STAMP) ## run the test suite (PostgreSQL tests too when COMPANYOS_TEST_POSTGRES_URL is set)
+test: $(STAMP) ## run the test suite, reliability proofs at the quick scale (PostgreSQL too when COMPANYOS_TEST_POSTGRES_URL is set)
 	$(PY) -m pytest -q -n 2
+
+reliability: $(STAMP) ## crash, concurrency, replica, fuzzing, limit, access and soak runs at full scale: prints the table
+	COMPANYOS_RELIABILITY=full COMPANYOS_LEDGER_OUT=bench/results/reliability.md \
+		$(PY) -m pytest -q -n 2 -m reliability -p no:cacheprovider
 
 serve: $(STAMP) ## run the OpenEnv server on 127.0.0.1:8000 (SQLite store under ./data/)
 	$(VENV)/bin/companyos serve --store $(STORE)

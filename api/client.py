@@ -12,6 +12,7 @@ with CompanyOSClient("http://127.0.0.1:8000").sync() as env:      # the same, sy
 from __future__ import annotations
 
 from typing import Any
+from urllib.parse import urlencode
 
 from openenv.core.client_types import StepResult
 from openenv.core.env_client import EnvClient
@@ -20,6 +21,14 @@ from .models import CompanyOSAction, CompanyOSObservation, CompanyOSState
 
 
 class CompanyOSClient(EnvClient[CompanyOSAction, CompanyOSObservation, CompanyOSState]):
+    """``api_key``: for a server started with one (OpenEnv's client sets no headers on the
+    WebSocket upgrade, so the key travels as the ``api_key`` query parameter)."""
+
+    def __init__(self, base_url: str, *, api_key: str | None = None, **kwargs: Any) -> None:
+        super().__init__(base_url, **kwargs)
+        if api_key is not None:
+            self._ws_url = f"{self._ws_url}?{urlencode({'api_key': api_key})}"
+
     def _step_payload(self, action: CompanyOSAction | dict[str, Any]) -> dict[str, Any]:
         if isinstance(action, dict):
             return action

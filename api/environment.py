@@ -38,7 +38,14 @@ from companyos.events.types import InvalidAction, ToolCalled
 from companyos.projections import progress, render_result, render_world, tool_manifest
 
 from .cache import EpisodeCache
-from .episode import Episode, EpisodeNotFound, ResetError, check_difficulty, check_seed
+from .episode import (
+    MAX_EPISODE_STEPS,
+    Episode,
+    EpisodeNotFound,
+    ResetError,
+    check_difficulty,
+    check_seed,
+)
 from .models import (
     CompanyOSAction,
     CompanyOSObservation,
@@ -72,6 +79,7 @@ class CompanyOSEnvironment(Environment[CompanyOSAction, CompanyOSObservation, Co
         reward_profile: str = "default",
         limits: Limits = DEFAULT_LIMITS,
         cache: EpisodeCache | None = None,
+        max_episode_steps: int = MAX_EPISODE_STEPS,
     ) -> None:
         super().__init__()
         self._owns_store = store is None
@@ -80,6 +88,7 @@ class CompanyOSEnvironment(Environment[CompanyOSAction, CompanyOSObservation, Co
         self.default_profile = reward_profile
         self.limits = limits
         self.cache = cache
+        self.max_episode_steps = max_episode_steps
         self._episode: Episode | None = None
         self._session = f"session-{uuid.uuid4().hex}"
         self._session_version = -1
@@ -89,6 +98,7 @@ class CompanyOSEnvironment(Environment[CompanyOSAction, CompanyOSObservation, Co
 
     def reset(
         self,
+        /,  # OpenEnv passes a request's JSON keys as keywords: {"self": 1} must not bind here
         seed: int | None = None,
         episode_id: str | None = None,
         task_id: str | int | None = None,
@@ -122,10 +132,11 @@ class CompanyOSEnvironment(Environment[CompanyOSAction, CompanyOSObservation, Co
                 seed=seed,
                 task_id=task_id,
                 difficulty=self.default_difficulty if difficulty is None else difficulty,
-                reward_profile=reward_profile or self.default_profile,
+                reward_profile=self.default_profile if reward_profile is None else reward_profile,
                 max_steps=max_steps,
                 agent=agent,
                 limits=self.limits,
+                max_episode_steps=self.max_episode_steps,
             )
             assert episode.world.info is not None
             message = f"New episode {new_id}: {episode.world.info.scenario} (seed {seed})."
@@ -136,7 +147,7 @@ class CompanyOSEnvironment(Environment[CompanyOSAction, CompanyOSObservation, Co
             self.cache.put(episode)
         return self._observation(episode, message=message, tools=True)
 
-    def step(self, action: Any, timeout_s: float | None = None, **kwargs: Any) -> Observation:
+    def step(self, action: Any, /, timeout_s: float | None = None, **kwargs: Any) -> Observation:
         action = unwrap(action)
         if isinstance(action, ListToolsAction):
             from .mcp import openenv_tools
@@ -156,7 +167,7 @@ class CompanyOSEnvironment(Environment[CompanyOSAction, CompanyOSObservation, Co
         return self.act(app, method, params, episode_id, expected_step)
 
     async def step_async(
-        self, action: Any, timeout_s: float | None = None, **kwargs: Any
+        self, action: Any, /, timeout_s: float | None = None, **kwargs: Any
     ) -> Observation:
         return self.step(action, timeout_s=timeout_s, **kwargs)
 

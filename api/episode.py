@@ -23,7 +23,7 @@ from companyos.domain import (
 )
 from companyos.domain.chaos import LEVELS
 from companyos.domain.instances import UnknownScenario, start_world
-from companyos.events import NEW_STREAM, EventStore, RecordedEvent
+from companyos.events import NEW_STREAM, ConcurrencyConflict, EventStore, RecordedEvent
 from companyos.events.types import (
     EpisodeEnded,
     EpisodeStarted,
@@ -45,6 +45,8 @@ from companyos.projections import (
 
 EPISODE_ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._:-]{0,127}$")
 MAX_SEED = 2**63 - 1
+MAX_EPISODE_STEPS = 1000
+"""The default cap on a reset's ``max_steps`` (a server may set another)."""
 
 
 class ResetError(ValueError):
@@ -53,6 +55,10 @@ class ResetError(ValueError):
 
 class EpisodeNotFound(LookupError):
     pass
+
+
+class EpisodeExists(ResetError):
+    """The id asked for is taken (a conflict, not a malformed request)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -88,6 +94,14 @@ def check_episode_id(episode_id: Any) -> str:
             f"(starting with a letter or digit), not {episode_id!r}"
         )
     return episode_id
+
+
+def _create(store: EventStore, episode_id: str, events: list[Event]) -> list[RecordedEvent]:
+    """Append a new stream; another reset that took the same id first is a conflict on the id."""
+    try:
+        return store.append(episode_id, events, NEW_STREAM)
+    except ConcurrencyConflict:
+        raise EpisodeExists(f"episode {episode_id!r} already exists: pick a new id") from None
 
 
 class Snapshot(NamedTuple):
@@ -148,11 +162,14 @@ class Episode:
         max_steps: int | None = None,
         agent: str | None = None,
         limits: Limits = DEFAULT_LIMITS,
+        max_episode_steps: int = MAX_EPISODE_STEPS,
     ) -> Episode:
         check_seed(seed)
         check_agent(agent)
         check_difficulty(difficulty)
         check_episode_id(episode_id)
+        if not isinstance(reward_profile, str):
+            raise ResetError(f"reward_profile must be a profile's name, not {reward_profile!r}")
         try:
             profile = get_profile(reward_profile)
         except ValueError as exc:
@@ -160,11 +177,14 @@ class Episode:
         if max_steps is not None and (
             isinstance(max_steps, bool)
             or not isinstance(max_steps, int)
-            or not 1 <= max_steps <= 1000
+            or not 1 <= max_steps <= max_episode_steps
         ):
-            raise ResetError(f"max_steps must be an integer from 1 to 1000, not {max_steps!r}")
-        if store.version(episode_id) != NEW_STREAM:
             raise ResetError(
+                f"max_steps must be an integer from 1 to {max_episode_steps} (this server's "
+                f"cap), not {max_steps!r}"
+            )
+        if store.version(episode_id) != NEW_STREAM:
+            raise EpisodeExists(
                 f"episode {episode_id!r} already exists: pick a new id, or fork it with "
                 "reset(fork_from=..., at_step=...)"
             )
@@ -179,7 +199,7 @@ class Episode:
             )
         except UnknownScenario as exc:
             raise ResetError(str(exc)) from None
-        recorded = store.append(episode_id, events, NEW_STREAM)
+        recorded = _create(store, episode_id, events)
         world = start_world(events)
         assert world.task is not None
         graph = milestones_for(world.task.goal)
@@ -225,7 +245,10 @@ class Episode:
         the source stream is not touched."""
         check_episode_id(episode_id)
         check_agent(agent)
-        records = store.read(source_id)
+        # Not an id at all (a number, an object): nothing to look up, and nothing the store
+        # should be asked (a driver refuses to bind such a value).
+        valid = isinstance(source_id, str) and EPISODE_ID.match(source_id)
+        records = store.read(source_id) if valid else []
         if not records or not isinstance(records[0].event, EpisodeStarted):
             raise ResetError(f"cannot fork {source_id!r}: no such episode")
         calls = [i for i, r in enumerate(records) if isinstance(r.event, ToolCalled)]
@@ -246,14 +269,14 @@ class Episode:
             )
         prefix = [e for e in prefix if not isinstance(e, EpisodeEnded)]
         if store.version(episode_id) != NEW_STREAM:
-            raise ResetError(f"episode {episode_id!r} already exists: pick a new id")
+            raise EpisodeExists(f"episode {episode_id!r} already exists: pick a new id")
         started = prefix[0]
         assert isinstance(started, EpisodeStarted)
         update: dict[str, Any] = {"forked_from": ForkRef(episode_id=source_id, at_step=at_step)}
         if agent is not None:
             update["agent"] = agent
         first = started.model_copy(update=update)
-        store.append(episode_id, [first, *prefix[1:]], NEW_STREAM)
+        _create(store, episode_id, [first, *prefix[1:]])
         return cls.load(store, episode_id, limits)
 
     # ------------------------------------------------------------------ play

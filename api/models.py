@@ -5,11 +5,20 @@ OpenEnv drops ``Observation.metadata`` on the wire, so everything a client needs
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Annotated, Any
 
 from openenv.core.env_server.mcp_types import CallToolAction, ListToolsAction
 from openenv.core.env_server.types import Action, Observation, State
-from pydantic import Field, RootModel
+from pydantic import BeforeValidator, Field, RootModel
+from pydantic_core import PydanticCustomError
+
+
+def _not_a_bool(value: Any) -> Any:
+    if isinstance(value, bool):  # pydantic would take `false` for step 0
+        # A custom error, not ValueError: OpenEnv puts `errors()` in its JSON 422 as they are,
+        # and a ValueError in their context is not JSON.
+        raise PydanticCustomError("int_type", "expected_step must be a step number, not a boolean")
+    return value
 
 
 class CompanyOSAction(Action):
@@ -25,8 +34,9 @@ class CompanyOSAction(Action):
         default=None,
         description="Continue this stored episode (stateful HTTP); default: the session's own.",
     )
-    expected_step: int | None = Field(
+    expected_step: Annotated[int | None, BeforeValidator(_not_a_bool)] = Field(
         default=None,
+        ge=0,
         description="Apply only if the episode is at this step, else answer with a conflict "
         "(optimistic concurrency for clients that share an episode).",
     )

@@ -32,13 +32,18 @@ from .models import CompanyOSState
 from .verify import verify_episode
 
 Outcome = Literal["success", "timeout", "abandoned", "running"]
+MAX_POSITION = 2**63 - 1
+MAX_SEQ = 2**31 - 1
+"""Bounds of the store's position and seq columns: a larger number is a 422, not a 500."""
 SCAN_BUDGET = 2000
 """Streams one listing request may look at; the `next` cursor continues the scan."""
 
 
 class ForkRequest(BaseModel):
     model_config = ConfigDict(extra="forbid")
-    at_step: int = Field(ge=0, description="Fork after this step (0: from the initial world).")
+    at_step: int = Field(
+        ge=0, le=MAX_SEQ, description="Fork after this step (0: from the initial world)."
+    )
     episode_id: str | None = Field(default=None, max_length=128, description="The fork's id.")
 
 
@@ -71,7 +76,16 @@ def _known(episode_id: str) -> str:
     return episode_id
 
 
-def build_router(store: EventStore, cache: EpisodeCache, new_env: Any) -> APIRouter:
+def build_router(
+    store: EventStore,
+    cache: EpisodeCache,
+    new_env: Any,
+    *,
+    max_page: int = 200,
+    max_events_page: int = 2000,
+) -> APIRouter:
+    """The routes; ``max_page`` and ``max_events_page`` cap the ``limit`` of the listing and of
+    an episode's events (a larger one gets 422)."""
     router = APIRouter()
     rows = HeadlineCache(store)
 
@@ -83,8 +97,10 @@ def build_router(store: EventStore, cache: EpisodeCache, new_env: Any) -> APIRou
 
     @router.get("/episodes", tags=["Episodes"], summary="List stored episodes")
     def list_episodes(
-        limit: int = Query(50, ge=1, le=200, description="Rows per page."),
-        after: int = Query(0, ge=0, description="Cursor: the `next` of the previous page."),
+        limit: int = Query(min(50, max_page), ge=1, le=max_page, description="Rows per page."),
+        after: int = Query(
+            0, ge=0, le=MAX_POSITION, description="Cursor: the `next` of the previous page."
+        ),
         outcome: Outcome | None = Query(None, description="Only this outcome."),
         scenario: str | None = Query(None, max_length=64, description="Only this scenario."),
         difficulty: int | None = Query(None, ge=0, le=3, description="Only this difficulty."),
@@ -131,8 +147,8 @@ def build_router(store: EventStore, cache: EpisodeCache, new_env: Any) -> APIRou
     )
     def get_events(
         episode_id: str,
-        from_seq: int = Query(0, ge=0),
-        limit: int = Query(500, ge=1, le=2000),
+        from_seq: int = Query(0, ge=0, le=MAX_SEQ),
+        limit: int = Query(min(500, max_events_page), ge=1, le=max_events_page),
     ) -> dict[str, Any]:
         head = records_of(episode_id)[0]
         records = store.read(head.stream, from_seq, from_seq + limit - 1)
@@ -159,7 +175,7 @@ def build_router(store: EventStore, cache: EpisodeCache, new_env: Any) -> APIRou
     )
     def get_state_at(
         episode_id: str,
-        step: int | None = Query(None, ge=0, description="Default: the latest step."),
+        step: int | None = Query(None, ge=0, le=MAX_SEQ, description="Default: the latest step."),
     ) -> dict[str, Any]:
         r = replay(records_of(episode_id))
         n = len(r.steps)

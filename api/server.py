@@ -26,13 +26,18 @@ from uvicorn.protocols.utils import ClientDisconnected
 
 from companyos.events import StoreError, open_store
 
+from . import compat
+from .auth import ApiKeyGuard
 from .cache import EpisodeCache
 from .environment import CompanyOSEnvironment
-from .episode import EpisodeNotFound, ResetError
+from .episode import EpisodeExists, EpisodeNotFound, ResetError
 from .mcp import standard_server
 from .models import CompanyOSObservation, CompanyOSWireAction
+from .openapi import document
+from .params import SingleValuedQuery
 from .routes import build_router
 from .settings import Settings
+from .sockets import FrameGuard, IdleSockets
 from .timeline import build_timeline_router
 from .viewer_page import mount_viewer
 
@@ -136,6 +141,7 @@ def _error(status: int, message: str) -> JSONResponse:
 
 def build_app(settings: Settings | None = None) -> FastAPI:
     settings = settings or Settings()
+    compat.install()
     store = open_store(settings.store)
     cache = EpisodeCache(store, settings.limits, capacity=settings.cache_episodes)
     new_env = functools.partial(
@@ -145,15 +151,16 @@ def build_app(settings: Settings | None = None) -> FastAPI:
         reward_profile=settings.reward_profile,
         limits=settings.limits,
         cache=cache,
+        max_episode_steps=settings.max_episode_steps,
     )
     app = create_app(
         new_env,
         CompanyOSWireAction,  # type: ignore[arg-type]
         CompanyOSObservation,
         env_name="companyos",
-        concurrency_config=ConcurrencyConfig(
-            max_concurrent_envs=settings.max_sessions, session_timeout=settings.session_timeout
-        ),
+        # No session_timeout here: OpenEnv's reaper frees an idle session's slot but leaves its
+        # socket open and playing; `IdleSockets` below closes the socket, which frees both.
+        concurrency_config=ConcurrencyConfig(max_concurrent_envs=settings.max_sessions),
     )
     app.title = "CompanyOS"
     app.version = "0.1.0"
@@ -165,7 +172,15 @@ def build_app(settings: Settings | None = None) -> FastAPI:
     # OpenEnv's /state builds a fresh environment and has nothing to show over plain HTTP;
     # ours takes ?episode_id= (and answers the same without it).
     app.router.routes[:] = [r for r in app.router.routes if getattr(r, "path", None) != "/state"]
-    app.include_router(build_router(store, cache, new_env))
+    app.include_router(
+        build_router(
+            store,
+            cache,
+            new_env,
+            max_page=settings.max_page,
+            max_events_page=settings.max_events_page,
+        )
+    )
     app.include_router(build_timeline_router(store))
     mount_viewer(app)
 
@@ -185,16 +200,27 @@ def build_app(settings: Settings | None = None) -> FastAPI:
     async def _reset_error(request: Request, exc: ResetError) -> JSONResponse:
         return _error(400, str(exc))
 
+    @app.exception_handler(EpisodeExists)
+    async def _exists(request: Request, exc: EpisodeExists) -> JSONResponse:
+        return _error(409, str(exc))
+
     @app.exception_handler(EpisodeNotFound)
     async def _not_found(request: Request, exc: EpisodeNotFound) -> JSONResponse:
         return _error(404, str(exc))
 
     @app.exception_handler(StoreError)
     async def _store_error(request: Request, exc: StoreError) -> JSONResponse:
+        # StoreError texts name the failure's kind only (never the URL, a path or the SQL).
         return _error(503, f"{exc}; retry shortly")
 
+    document(app, api_key=bool(settings.api_key), max_episode_steps=settings.max_episode_steps)
     app.add_middleware(BodyLimit, limit=settings.max_body_bytes)  # type: ignore[arg-type]
     app.add_middleware(QuietDisconnects)  # type: ignore[arg-type]
+    app.add_middleware(SingleValuedQuery, openapi=app.openapi)  # type: ignore[arg-type]
+    app.add_middleware(FrameGuard)  # type: ignore[arg-type]
+    app.add_middleware(IdleSockets, timeout=settings.session_timeout)  # type: ignore[arg-type]
+    if settings.api_key:  # outermost: nothing runs, nor is any body read, without the key
+        app.add_middleware(ApiKeyGuard, key=settings.api_key)  # type: ignore[arg-type]
     return app
 
 

@@ -11,11 +11,18 @@ from __future__ import annotations
 from dataclasses import asdict, dataclass
 from typing import Any
 
+from companyos.domain import DEFAULT_LIMITS, Limits
 from companyos.domain.instances import GENERATOR, build_episode
 from companyos.events import NEW_STREAM, EventStore, InMemoryEventStore, first_broken_link
 from companyos.events.types import EpisodeEnded, EpisodeStarted, ToolCalled
 
 from .episode import Episode
+
+RESIMULATION_LIMITS = Limits(
+    max_string=2**62, max_params_chars=2**62, max_items=2**62, max_depth=DEFAULT_LIMITS.max_depth
+)
+"""Re-simulation takes every recorded call the recording server accepted, whatever the size
+limits it was configured with (a call it refused is replayed from its recorded events)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -67,7 +74,7 @@ def verify_episode(store: EventStore, episode_id: str) -> VerifyReport:
         ),
         NEW_STREAM,
     )
-    episode = Episode.load(sim, episode_id)
+    episode = Episode.load(sim, episode_id, RESIMULATION_LIMITS)
     calls = [r for r in records if isinstance(r.event, ToolCalled)]
     for call in calls:
         e = call.event
@@ -86,7 +93,7 @@ def verify_episode(store: EventStore, episode_id: str) -> VerifyReport:
                 if not (isinstance(ev, EpisodeEnded) and ev.outcome == "abandoned")
             ]
             sim.append(episode_id, chunk, episode.version)
-            episode = Episode.load(sim, episode_id)
+            episode = Episode.load(sim, episode_id, RESIMULATION_LIMITS)
         elif not episode.world.ended:
             episode.step(e.app, e.method, e.params)
     last = records[-1].event

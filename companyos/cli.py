@@ -35,6 +35,8 @@ def _store(url: str) -> Any:
 def cmd_serve(args: argparse.Namespace) -> int:
     from companyos.api.server import serve
     from companyos.api.settings import Settings
+    from companyos.domain import Limits
+    from companyos.events.sql import redact_url
 
     settings = Settings(
         host=args.host,
@@ -45,11 +47,18 @@ def cmd_serve(args: argparse.Namespace) -> int:
         max_sessions=args.max_sessions,
         session_timeout=args.session_timeout if args.session_timeout > 0 else None,
         max_body_bytes=args.max_body_bytes,
+        cache_episodes=args.cache_episodes,
+        max_episode_steps=args.max_episode_steps,
+        max_page=args.max_page,
+        max_events_page=args.max_events_page,
+        api_key=args.api_key or None,
+        limits=Limits(max_string=args.max_value_chars, max_params_chars=args.max_params_chars),
         log_level=args.log_level,
     )
+    guarded = "; API key required" if settings.api_key else ""
     print(
-        f"CompanyOS on http://{settings.host}:{settings.port} (store {settings.store}); "
-        f"docs at /docs, episodes at /episodes",
+        f"CompanyOS on http://{settings.host}:{settings.port} (store {redact_url(settings.store)})"
+        f"{guarded}; docs at /docs, episodes at /episodes",
         flush=True,
     )
     serve(settings)
@@ -187,8 +196,9 @@ def build_parser() -> argparse.ArgumentParser:
         "serve",
         help="run the OpenEnv server (HTTP, WebSocket, MCP, episode API)",
         description="Run the OpenEnv server. Flags default to COMPANYOS_* environment variables "
-        "(COMPANYOS_HOST, _PORT, _STORE, _DIFFICULTY, _MAX_SESSIONS, _SESSION_TIMEOUT, "
-        "_MAX_BODY_BYTES, _LOG_LEVEL).",
+        "(COMPANYOS_HOST, _PORT, _STORE, _DIFFICULTY, _REWARD_PROFILE, _MAX_SESSIONS, "
+        "_SESSION_TIMEOUT, _MAX_BODY_BYTES, _CACHE_EPISODES, _MAX_EPISODE_STEPS, _MAX_PAGE, "
+        "_MAX_EVENTS_PAGE, _MAX_VALUE_CHARS, _MAX_PARAMS_CHARS, _API_KEY, _LOG_LEVEL).",
     )
     srv.add_argument("--host", default=env_defaults.host, help="default 127.0.0.1")
     srv.add_argument("--port", type=int, default=env_defaults.port, help="default 8000")
@@ -220,7 +230,8 @@ def build_parser() -> argparse.ArgumentParser:
         "--session-timeout",
         type=float,
         default=env_defaults.session_timeout or 0,
-        help="close sessions idle this many seconds; 0: never (default 600)",
+        help="close WebSocket sessions whose client sends nothing for this many seconds; "
+        "0: never (default 600)",
     )
     srv.add_argument(
         "--max-body-bytes",
@@ -228,6 +239,49 @@ def build_parser() -> argparse.ArgumentParser:
         default=env_defaults.max_body_bytes,
         help="larger HTTP bodies get 413 and larger WebSocket frames close the "
         "socket (default 1 MiB)",
+    )
+    srv.add_argument(
+        "--cache-episodes",
+        type=int,
+        default=env_defaults.cache_episodes,
+        help="folded episodes kept in memory (default 4096)",
+    )
+    srv.add_argument(
+        "--max-episode-steps",
+        type=int,
+        default=env_defaults.max_episode_steps,
+        help="the largest max_steps a reset may ask for (default 1000)",
+    )
+    srv.add_argument(
+        "--max-page",
+        type=int,
+        default=env_defaults.max_page,
+        help="the largest page of GET /episodes (default 200)",
+    )
+    srv.add_argument(
+        "--max-events-page",
+        type=int,
+        default=env_defaults.max_events_page,
+        help="the largest page of GET /episodes/{id}/events (default 2000)",
+    )
+    srv.add_argument(
+        "--max-value-chars",
+        type=int,
+        default=env_defaults.limits.max_string,
+        help="characters in one string value of a tool call (default 4096)",
+    )
+    srv.add_argument(
+        "--max-params-chars",
+        type=int,
+        default=env_defaults.limits.max_params_chars,
+        help="serialised size of one tool call's params (default 16384)",
+    )
+    srv.add_argument(
+        "--api-key",
+        default=env_defaults.api_key,
+        help="require this key on every route but /health (Authorization: Bearer KEY or "
+        "X-API-Key: KEY; ?api_key=KEY on WebSockets); prefer COMPANYOS_API_KEY, which "
+        "does not show in the process list",
     )
     srv.add_argument(
         "--log-level",
@@ -304,7 +358,12 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    args = build_parser().parse_args(argv)
+    try:
+        parser = build_parser()
+    except ValueError as exc:  # a malformed COMPANYOS_* variable
+        print(f"companyos: {exc}", file=sys.stderr)
+        return 2
+    args = parser.parse_args(argv)
     try:
         return int(args.run(args))
     except Exception as exc:  # a clear message for the person at the terminal, not a trace

@@ -210,7 +210,9 @@ def _chaos(
 # ------------------------------------------------------------------ building
 
 
-@functools.lru_cache(maxsize=4096)
+# Bounded: an instance is ~90 KB of events, and a long-running server meets many seeds. Training
+# replays a few instances many times; a suite cycles through more than any cache would hold.
+@functools.lru_cache(maxsize=256)
 def build_instance(family: str, seed: int, difficulty: int) -> Instance:
     """The instance (cached: GRPO plays the same instance many times)."""
     level = profile(difficulty)
@@ -254,7 +256,7 @@ def build_instance(family: str, seed: int, difficulty: int) -> Instance:
     )
 
 
-@functools.lru_cache(maxsize=1024)
+@functools.lru_cache(maxsize=256)
 def setup_world(family: str, seed: int, difficulty: int) -> World:
     """The world the instance's opening events (all but `EpisodeStarted`) fold to, cached:
     worlds are immutable values, and `EpisodeStarted` only sets ``info``, which no other

@@ -47,7 +47,7 @@ def clean_params(params: Any, limits: Limits = DEFAULT_LIMITS) -> tuple[Any, Pro
                 type(k) is not str
                 or len(k) > limits.max_name
                 or not (
-                    (t is str and len(v) <= 256)
+                    (t is str and len(v) <= 256 and len(v) <= limits.max_string)
                     or t is bool
                     or v is None
                     or (t is int and -INT_RANGE <= v <= INT_RANGE)

@@ -11,6 +11,7 @@ serialised, so global positions become visible in commit order and a reader tail
 from __future__ import annotations
 
 import contextlib
+import logging
 import threading
 import time
 from collections.abc import Sequence
@@ -34,8 +35,8 @@ from sqlalchemy import (
     select,
     update,
 )
-from sqlalchemy.engine import Dialect, Engine
-from sqlalchemy.exc import IntegrityError, OperationalError
+from sqlalchemy.engine import Dialect, Engine, make_url
+from sqlalchemy.exc import DBAPIError, IntegrityError
 from sqlmodel import Field, SQLModel
 
 from .store import (
@@ -51,8 +52,10 @@ from .store import (
 from .types import Event
 from .upcasting import parse_event
 
+_log = logging.getLogger("companyos.store")
 _POSITION = BigInteger().with_variant(Integer, "sqlite")  # INTEGER PRIMARY KEY is SQLite's rowid
 _APPEND_LOCK_KEY = 0x436F6D70  # any constant: one advisory lock for all appends on PostgreSQL
+_SCHEMA_LOCK_KEY = 0x436F6D71  # and another for creating the tables
 
 
 class EventRow(SQLModel, table=True):
@@ -191,8 +194,39 @@ def _record(row: Any) -> RecordedEvent:
     )
 
 
+_I64 = 2**63 - 1
+_I32 = 2**31 - 1
+
+
+def _i64(n: int) -> int:
+    """Clamp a caller's bound to what the position column can hold: a bound past the range
+    simply matches nothing more (the drivers would raise on the number itself)."""
+    return max(-_I64, min(int(n), _I64))
+
+
+def _i32(n: int) -> int:
+    """The same for a seq bound (an INTEGER column: PostgreSQL casts the parameter to it)."""
+    return max(-_I32, min(int(n), _I32))
+
+
 def sqlite_url(path: str | Path) -> str:
     return f"sqlite:///{Path(path)}"
+
+
+def redact_url(url: str) -> str:
+    """The URL with its password masked, for the operator's eyes (logs, the CLI)."""
+    try:
+        return make_url(url).render_as_string(hide_password=True)
+    except Exception:  # not even a URL: say nothing of it
+        return "<unparsable store URL>"
+
+
+def unavailable(exc: BaseException, url: str) -> StoreError:
+    """A `StoreError` safe to show a client: it names the failure's kind, never the database's
+    address, credentials, file path or the SQL; the details go to the server log."""
+    cause = getattr(exc, "orig", None) or exc
+    _log.warning("event store %s failed: %s", redact_url(url), cause)
+    return StoreError(f"event store unavailable ({type(cause).__name__})")
 
 
 class SQLEventStore(EventStore):
@@ -245,20 +279,45 @@ class SQLEventStore(EventStore):
             )
         else:
             raise StoreError(
-                f"unsupported store URL {url!r}: use sqlite:///path.db or postgresql+psycopg://..."
+                f"unsupported store URL {redact_url(url)!r}: use sqlite:///path.db or "
+                "postgresql+psycopg://..."
             )
-        if create_tables:
-            SQLModel.metadata.create_all(self._engine, tables=_TABLES)
-        self._sql = _Statements(self._engine.dialect)
         dbapi = self._engine.dialect.dbapi
         self._conflict_errors: tuple[type[BaseException], ...] = (
             IntegrityError,
             dbapi.IntegrityError,
         )
-        self._unavailable_errors: tuple[type[BaseException], ...] = (
-            OperationalError,
-            dbapi.OperationalError,
-        )
+        # Any other driver error means the database is unreachable or broken, not that the
+        # caller did something wrong: it becomes a StoreError that names no secret.
+        self._db_errors: tuple[type[BaseException], ...] = (DBAPIError, dbapi.Error)
+        if create_tables:
+            try:
+                self._create_tables()
+            except self._db_errors as exc:
+                self._engine.dispose()
+                raise StoreError(
+                    f"cannot open the event store {redact_url(url)}: "
+                    f"{type(getattr(exc, 'orig', None) or exc).__name__}"
+                ) from exc
+        self._sql = _Statements(self._engine.dialect)
+
+    def _create_tables(self) -> None:
+        """Create the tables unless they exist, one process at a time: replicas started
+        together on a fresh database would otherwise both see no table and both create it
+        (a unique violation on PostgreSQL's catalogue, "table already exists" on SQLite)."""
+        with self._engine.connect() as conn:
+            if self.dialect == "postgresql":
+                conn.execute(select(func.pg_advisory_xact_lock(_SCHEMA_LOCK_KEY)))
+                SQLModel.metadata.create_all(conn, tables=_TABLES)
+                conn.commit()  # DDL is transactional there; the lock goes with the commit
+            else:
+                conn.exec_driver_sql("BEGIN IMMEDIATE")  # the driver is in autocommit mode
+                try:
+                    SQLModel.metadata.create_all(conn, tables=_TABLES)
+                except BaseException:
+                    conn.exec_driver_sql("ROLLBACK")
+                    raise
+                conn.exec_driver_sql("COMMIT")
 
     # ------------------------------------------------------------------ engines
 
@@ -336,9 +395,11 @@ class SQLEventStore(EventStore):
                 # Only reachable when another program writes to the tables without the lock:
                 # still a conflict, never a torn write.
                 raise ConcurrencyConflict(stream, expected_version, self.version(stream)) from exc
-            except self._unavailable_errors as exc:
+            except self._db_errors as exc:
+                # The transaction is gone with the connection (or its commit is in doubt: the
+                # caller's next append finds out, through its expected version).
                 self._drop_writer()
-                raise StoreError(f"store unavailable: {exc}") from exc
+                raise unavailable(exc, self.url) from exc
 
     def _append_grouped(
         self, stream: str, events: Sequence[Event], expected_version: int
@@ -448,47 +509,46 @@ class SQLEventStore(EventStore):
 
     # ------------------------------------------------------------------ reads
 
+    def _rows(self, q: Any) -> list[Any]:
+        self.flush()
+        try:
+            with self._engine.connect() as conn:
+                return list(conn.execute(q).all())
+        except self._db_errors as exc:
+            raise unavailable(exc, self.url) from exc
+
     def read(
         self, stream: str, from_seq: int = 0, to_seq: int | None = None
     ) -> list[RecordedEvent]:
-        self.flush()
-        q = select(*_EVENT_COLUMNS).where(EVENTS.c.episode_id == stream, EVENTS.c.seq >= from_seq)
+        q = select(*_EVENT_COLUMNS).where(
+            EVENTS.c.episode_id == stream, EVENTS.c.seq >= _i32(from_seq)
+        )
         if to_seq is not None:
-            q = q.where(EVENTS.c.seq <= to_seq)
-        with self._engine.connect() as conn:
-            rows = conn.execute(q.order_by(EVENTS.c.seq)).all()
-        return [_record(r) for r in rows]
+            q = q.where(EVENTS.c.seq <= _i32(to_seq))
+        return [_record(r) for r in self._rows(q.order_by(EVENTS.c.seq))]
 
     def read_all(self, after_position: int = 0, limit: int = 1000) -> list[RecordedEvent]:
-        self.flush()
         q = (
             select(*_EVENT_COLUMNS)
-            .where(EVENTS.c.position > after_position)
+            .where(EVENTS.c.position > _i64(after_position))
             .order_by(EVENTS.c.position)
-            .limit(max(0, limit))
+            .limit(max(0, _i64(limit)))
         )
-        with self._engine.connect() as conn:
-            rows = conn.execute(q).all()
-        return [_record(r) for r in rows]
+        return [_record(r) for r in self._rows(q)]
 
     def streams(
         self, after_position: int = 0, limit: int = 100, prefix: str | None = None
     ) -> list[StreamInfo]:
-        self.flush()
-        q = select(STREAMS).where(STREAMS.c.first_position > after_position)
+        q = select(STREAMS).where(STREAMS.c.first_position > _i64(after_position))
         if prefix:
             escaped = prefix.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_")
             q = q.where(STREAMS.c.stream_id.like(escaped + "%", escape="\\"))
-        q = q.order_by(STREAMS.c.first_position).limit(max(0, limit))
-        with self._engine.connect() as conn:
-            rows = conn.execute(q).all()
-        return [self._info(r) for r in rows]
+        q = q.order_by(STREAMS.c.first_position).limit(max(0, _i64(limit)))
+        return [self._info(r) for r in self._rows(q)]
 
     def stream_info(self, stream: str) -> StreamInfo | None:
-        self.flush()
-        with self._engine.connect() as conn:
-            row = conn.execute(select(STREAMS).where(STREAMS.c.stream_id == stream)).first()
-        return self._info(row) if row is not None else None
+        rows = self._rows(select(STREAMS).where(STREAMS.c.stream_id == stream))
+        return self._info(rows[0]) if rows else None
 
     @staticmethod
     def _info(r: Any) -> StreamInfo:
@@ -497,12 +557,8 @@ class SQLEventStore(EventStore):
         )
 
     def version(self, stream: str) -> int:
-        self.flush()
-        with self._engine.connect() as conn:
-            v = conn.execute(
-                select(STREAMS.c.version).where(STREAMS.c.stream_id == stream)
-            ).scalar()
-        return -1 if v is None else int(v)
+        rows = self._rows(select(STREAMS.c.version).where(STREAMS.c.stream_id == stream))
+        return -1 if not rows else int(rows[0][0])
 
     def close(self) -> None:
         self._closed.set()

@@ -87,7 +87,7 @@ _SETUP_TYPES = frozenset(
 """Events that describe an instance's initial world: the very same objects open every episode
 of a (cached) instance, so their canonical JSON is worth keeping."""
 _JSON_CACHE: dict[int, tuple[Event, dict[str, Any], bytes]] = {}
-_JSON_CACHE_MAX = 200_000
+_JSON_CACHE_MAX = 16_384  # about 300 instances' opening events
 
 
 def _payload_json(ev: Event) -> tuple[dict[str, Any], bytes]:

@@ -3,8 +3,11 @@
 from __future__ import annotations
 
 import os
+import tempfile
 import uuid
 from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
 
 import pytest
 from hypothesis import HealthCheck, settings
@@ -12,12 +15,39 @@ from hypothesis import HealthCheck, settings
 from companyos.events import EventStore, InMemoryEventStore
 from companyos.events.sql import SQLEventStore, sqlite_url
 
+from . import ledger
+
 settings.register_profile(
     "default", deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
 )
 settings.load_profile("default")
 
 POSTGRES_URL = os.environ.get("COMPANYOS_TEST_POSTGRES_URL")
+
+
+# ---------------------------------------------------------------------------- the reliability table
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    # The controller (or a run without xdist) makes the directory; xdist workers, started
+    # after this, inherit the variable.
+    if not hasattr(config, "workerinput") and not os.environ.get(ledger.LEDGER_DIR):
+        os.environ[ledger.LEDGER_DIR] = tempfile.mkdtemp(prefix="companyos-ledger-")
+
+
+def pytest_terminal_summary(terminalreporter: Any, config: pytest.Config) -> None:
+    if hasattr(config, "workerinput") or not os.environ.get(ledger.LEDGER_DIR):
+        return
+    text = ledger.table(ledger.read(Path(os.environ[ledger.LEDGER_DIR])))
+    if not text:
+        return
+    scale = "full scale" if ledger.full_scale() else "quick scale (make reliability: full)"
+    terminalreporter.section(f"reliability ({scale})")
+    terminalreporter.write_line(text)
+    out = os.environ.get("COMPANYOS_LEDGER_OUT")
+    if out:
+        Path(out).parent.mkdir(parents=True, exist_ok=True)
+        Path(out).write_text(text + "\n")
 
 
 def postgres_schema_url(base: str, schema: str) -> str:

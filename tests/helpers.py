@@ -101,3 +101,24 @@ def poll_until_decided(
             break
         obs = af(env, "check_status", approval_id=approval_id)
     return obs
+
+
+def solo_chain(seed: int, task: Any, difficulty: int, actions: list[dict[str, Any]]) -> list[str]:
+    """The hash chain of the episode played alone, in-process, on a fresh in-memory store."""
+    env = CompanyOSEnvironment()
+    env.reset(seed=seed, task_id=task, difficulty=difficulty)
+    for a in actions:
+        env.step(a)
+    assert env.episode is not None
+    return [r.hash for r in env.store.read(env.episode.id)]
+
+
+def served_chain(http: Any, episode_id: str) -> list[str]:
+    """The hash chain of a stored episode, read page by page from a server."""
+    out: list[str] = []
+    seq: int | None = 0
+    while seq is not None:
+        body = http.get(f"/episodes/{episode_id}/events", params={"from_seq": seq}).json()
+        out += [e["hash"] for e in body["events"]]
+        seq = body["next_seq"]
+    return out

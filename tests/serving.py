@@ -35,6 +35,99 @@ def wait_healthy(url: str, proc: subprocess.Popen[bytes], timeout: float = 60.0)
     raise TimeoutError(f"server at {url} not healthy after {timeout}s")
 
 
+def rss_kib(pid: int) -> int:
+    """Resident memory of a process (``VmRSS`` in /proc/<pid>/status), in KiB."""
+    for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+        if line.startswith("VmRSS:"):
+            return int(line.split()[1])
+    raise LookupError(f"no VmRSS for process {pid}")
+
+
+class ServerProcess:
+    """One `companyos serve` that can be killed (SIGKILL) and started again on the same store
+    and port: the fault injector of the crash tests."""
+
+    def __init__(
+        self,
+        store: str,
+        *args: str,
+        port: int | None = None,
+        log: Path | None = None,
+        env: dict[str, str] | None = None,
+        module: str | None = None,
+        extra_path: Path | None = None,
+    ) -> None:
+        self.port = port or free_port()
+        self.url = f"http://127.0.0.1:{self.port}"
+        self.log = log
+        self.env = {**os.environ, "PYTHONUNBUFFERED": "1", **(env or {})}
+        if module is None:
+            self.cmd = [
+                sys.executable,
+                "-m",
+                "companyos",
+                "serve",
+                "--port",
+                str(self.port),
+                "--store",
+                store,
+                *args,
+            ]
+        else:
+            self.cmd = [
+                sys.executable,
+                "-m",
+                "uvicorn",
+                module,
+                "--port",
+                str(self.port),
+                "--log-level",
+                "warning",
+                *args,
+            ]
+            if extra_path is not None:
+                self.cmd += ["--app-dir", str(extra_path)]
+        self.proc: subprocess.Popen[bytes] | None = None
+        self.kills = 0
+
+    @property
+    def pid(self) -> int:
+        assert self.proc is not None
+        return self.proc.pid
+
+    def start(self) -> str:
+        out = open(self.log, "ab") if self.log else subprocess.DEVNULL  # noqa: SIM115
+        try:
+            self.proc = subprocess.Popen(
+                self.cmd, stdout=out, stderr=subprocess.STDOUT, env=self.env
+            )
+        finally:
+            if self.log:
+                out.close()  # type: ignore[union-attr]
+        wait_healthy(self.url, self.proc)
+        return self.url
+
+    def kill(self) -> None:
+        """SIGKILL: no shutdown handler runs, nothing is flushed."""
+        assert self.proc is not None
+        self.proc.send_signal(signal.SIGKILL)
+        self.proc.wait()
+        self.kills += 1
+
+    def stop(self) -> None:
+        if self.proc is None or self.proc.poll() is not None:
+            return
+        self.proc.send_signal(signal.SIGTERM)
+        try:
+            self.proc.wait(timeout=15)
+        except subprocess.TimeoutExpired:
+            self.proc.kill()
+            self.proc.wait()
+
+    def rss_kib(self) -> int:
+        return rss_kib(self.pid)
+
+
 @contextmanager
 def running_server(
     store: str,
@@ -43,50 +136,15 @@ def running_server(
     log: Path | None = None,
     module: str | None = None,
     extra_path: Path | None = None,
+    env: dict[str, str] | None = None,
 ) -> Iterator[str]:
     """A server process; yields its base URL and stops it on exit. ``module`` runs another
-    ASGI app (``pkg.mod:app``) under uvicorn instead of `companyos serve`."""
-    port = port or free_port()
-    if module is None:
-        cmd = [
-            sys.executable,
-            "-m",
-            "companyos",
-            "serve",
-            "--port",
-            str(port),
-            "--store",
-            store,
-            *args,
-        ]
-    else:
-        cmd = [
-            sys.executable,
-            "-m",
-            "uvicorn",
-            module,
-            "--port",
-            str(port),
-            "--log-level",
-            "warning",
-            *args,
-        ]
-        if extra_path is not None:
-            cmd += ["--app-dir", str(extra_path)]
-    out = open(log, "wb") if log else subprocess.DEVNULL  # noqa: SIM115
-    proc = subprocess.Popen(
-        cmd, stdout=out, stderr=subprocess.STDOUT, env={**os.environ, "PYTHONUNBUFFERED": "1"}
+    ASGI app (``pkg.mod:app``) under uvicorn instead of `companyos serve`; ``env`` adds
+    environment variables (``COMPANYOS_*`` settings)."""
+    server = ServerProcess(
+        store, *args, port=port, log=log, env=env, module=module, extra_path=extra_path
     )
-    url = f"http://127.0.0.1:{port}"
     try:
-        wait_healthy(url, proc)
-        yield url
+        yield server.start()
     finally:
-        proc.send_signal(signal.SIGTERM)
-        try:
-            proc.wait(timeout=15)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            proc.wait()
-        if log:
-            out.close()  # type: ignore[union-attr]
+        server.stop()

@@ -83,6 +83,15 @@ class StoreContract:
         assert [r.seq for r in self.store.read("s1", 0, 0)] == [0]
         assert self.store.read("s1", 7) == []
 
+    def test_bounds_beyond_the_columns_match_nothing(self):
+        """Any integer is a valid bound: past the 64-bit columns it simply matches nothing
+        (the SQL drivers would raise on the number itself)."""
+        self.store.append("s1", sample(2), -1)
+        assert self.store.read_all(2**70) == [] and self.store.read("s1", 2**70) == []
+        assert [r.seq for r in self.store.read("s1", -(2**70), 2**70)] == [0, 1]
+        assert self.store.streams(after_position=2**70) == []
+        assert len(self.store.read_all(-(2**70), 2**70)) == 2
+
     def test_unknown_stream_is_empty(self):
         assert self.store.read("nope") == []
         assert self.store.version("nope") == -1

@@ -11,6 +11,7 @@ they fail, so that CI cannot pass by silently skipping.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import shutil
@@ -136,6 +137,22 @@ def rows(page: Any) -> list[str]:
     )
 
 
+def shows(page: Any, expected: list[str]) -> list[str]:
+    """The rows once the list shows ``expected`` (or after 10 s, whatever it shows): a filter
+    changes the URL before its fetch lands, so reading the table at once can see the old list."""
+    from playwright.sync_api import TimeoutError as PlaywrightTimeout
+
+    with contextlib.suppress(PlaywrightTimeout):
+        page.wait_for_function(
+            """ids => document.querySelector('#list-status').textContent !== 'loading\u2026'
+                && JSON.stringify([...document.querySelectorAll('#episodes tbody tr')]
+                       .map(tr => tr.dataset.episodeId)) === JSON.stringify(ids)""",
+            arg=expected,
+            timeout=10_000,
+        )
+    return rows(page)
+
+
 def selected(page: Any) -> int:
     return int(page.get_attribute("#step-list li.selected", "data-step"))
 
@@ -152,29 +169,32 @@ def test_the_list_filters_like_the_api(page, server, api):
     page.goto(f"{server}/viewer")
     assert page.url.endswith("/viewer/#/") or page.url.endswith("/viewer/")
     every = [e["episode_id"] for e in episodes(api)]
-    assert rows(page) == every and len(every) == len(PLAYS)
+    assert shows(page, every) == every and len(every) == len(PLAYS)
 
     page.select_option("#filters select[name=outcome]", "success")
     page.wait_for_url("**outcome=success*")
-    assert rows(page) == [e["episode_id"] for e in episodes(api, outcome="success")]
-    assert len(rows(page)) == 3
+    successes = [e["episode_id"] for e in episodes(api, outcome="success")]
+    assert shows(page, successes) == successes and len(successes) == 3
 
     page.fill("#filters input[name=agent]", "random")
     page.press("#filters input[name=agent]", "Enter")
     page.wait_for_url("**agent=random*")
-    assert rows(page) == []  # the random agent never succeeds
+    assert shows(page, []) == []  # the random agent never succeeds
     assert page.inner_text("#list-status") == "No episodes match these filters."
 
     page.click("#clear-filters")
+    # Clearing re-renders the form from the (empty) URL: let it land before typing again.
+    assert shows(page, every) == every
     page.fill("#filters input[name=scenario]", "vendor_onboarding")
     page.select_option("#filters select[name=difficulty]", "1")
     page.wait_for_url("**difficulty=1*")
     want = episodes(api, scenario="vendor_onboarding", difficulty=1)
-    assert rows(page) == [e["episode_id"] for e in want] and len(want) == 1
+    ids = [e["episode_id"] for e in want]
+    assert shows(page, ids) == ids and len(want) == 1
     assert want[0]["agent"] == "random"
 
     page.reload()  # the filters live in the URL
-    assert rows(page) == [e["episode_id"] for e in want]
+    assert shows(page, ids) == ids
     assert page.input_value("#filters input[name=scenario]") == "vendor_onboarding"
 
 
@@ -397,6 +417,7 @@ def test_failure_and_point_of_no_return_show_when_present(page, server, api):
     assert page.locator("#step-list li[data-step='2'] .mark.ponr").count() == 1
     page.click("#failure-label a")
     page.wait_for_function("location.hash.endsWith('/3')")
+    page.wait_for_selector("#step-list li.selected[data-step='3']", timeout=10_000)
     assert selected(page) == 3
     page.unroute("**/timeline*")
 

@@ -107,7 +107,7 @@ function crumbs(...items) {
 
 // ------------------------------------------------------------------------------ the list
 
-const list = { key: null, rows: [], next: null, seen: { scenario: new Set(), agent: new Set() } };
+const list = { key: null, gen: 0, rows: [], next: null, seen: { scenario: new Set(), agent: new Set() } };
 
 function filterQuery(filters) {
   const q = new URLSearchParams();
@@ -122,6 +122,7 @@ async function showList(filters) {
   for (const f of FILTERS) form.elements[f].value = filters[f] || "";
   // Always from the top: episodes may have been played or forked since the last visit.
   list.key = filterQuery(filters).toString();
+  list.gen += 1; // a page still in flight for the previous filters must not land in this list
   list.rows = [];
   list.next = 0;
   $("#episodes tbody").replaceChildren();
@@ -133,7 +134,9 @@ async function loadMore(filters) {
   q.set("limit", PAGE);
   if (list.next !== null) q.set("after", list.next);
   $("#list-status").textContent = "loading\u2026";
+  const gen = list.gen;
   const page = await api(`episodes?${q}`);
+  if (gen !== list.gen) return; // the filters changed while this page was on its way
   list.next = page.next;
   list.rows.push(...page.episodes);
   const body = $("#episodes tbody");
