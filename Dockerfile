@@ -17,6 +17,7 @@ COPY projections/ projections/
 COPY api/ api/
 COPY agents/ agents/
 COPY server/ server/
+COPY analytics/ analytics/
 RUN pip wheel --no-deps --wheel-dir /wheels .
 
 # ---- run: the wheel and its dependencies, nothing else -------------------------------------

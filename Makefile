@@ -8,7 +8,7 @@ STAMP  := $(VENV)/.installed
 STORE  ?= sqlite:///data/companyos.db
 
 .DEFAULT_GOAL := help
-.PHONY: help install test reliability serve demo bench baselines lint clean
+.PHONY: help install test reliability serve demo bench baselines train-smoke lint clean
 
 help: ## list the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  make %-12s %s\n", $$1, $$2}'
@@ -37,9 +37,15 @@ demo: $(STAMP) ## play one oracle episode and print its timeline
 bench: $(STAMP) ## throughput benchmarks (ratios against a no-op OpenEnv env in the same run)
 	$(PY) bench/step_throughput.py
 	$(PY) bench/serve_throughput.py
+	$(PY) bench/eval_workers.py
 
-baselines: $(STAMP) ## success per family and difficulty: random, naive and oracle on the test suite
-	$(PY) bench/baselines.py
+baselines: $(STAMP) ## the README's baselines: random, naive, oracle on the test suite, 4 trials (data/baselines/)
+	$(VENV)/bin/companyos eval --agent random,naive,oracle --suite test --trials 4 --workers 2 \
+		--store memory:// --out data/baselines
+
+train-smoke: $(STAMP) ## install the train extra (TRL, CPU PyTorch) and run the GRPO smoke test
+	$(PY) -m pip install -q -e '.[dev,train]'
+	COMPANYOS_REQUIRE_TRAIN=1 $(PY) -m pytest -q tests/test_train_grpo.py
 
 lint: $(STAMP) ## ruff
 	$(VENV)/bin/ruff check .

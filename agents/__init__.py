@@ -1,4 +1,5 @@
-"""Baseline policies: random, oracle (and, for tests, exploit policies)."""
+"""Agents: random, naive, oracle (and, for tests, exploit policies); the LLM agent is in
+`agents.llm`, the evaluation harness in `agents.harness` (run by `companyos eval`)."""
 
 from __future__ import annotations
 

@@ -1,11 +1,10 @@
-"""What an agent is, and a loop that plays one episode in-process."""
+"""What an agent is, and a loop that plays one episode (in-process or against a server)."""
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 from typing import Any, Protocol
 
-from companyos.api.environment import CompanyOSEnvironment
 from companyos.api.models import CompanyOSObservation
 
 
@@ -19,6 +18,15 @@ class Agent(Protocol):
         ...
 
 
+class Playable(Protocol):
+    """Where an episode is played: `CompanyOSEnvironment` in-process, or `RemoteEnv` (a client
+    session with a server)."""
+
+    def reset(self, **options: Any) -> CompanyOSObservation: ...
+
+    def step(self, action: Any) -> Any: ...
+
+
 @dataclass(frozen=True, slots=True)
 class EpisodeResult:
     episode_id: str
@@ -28,16 +36,20 @@ class EpisodeResult:
     outcome: str | None
     steps: int
     total_return: float
+    errors: int = 0
+    """Steps whose call came back with an error (the agent's mistakes and chaos alike)."""
 
 
-def play(env: CompanyOSEnvironment, agent: Agent, **reset: Any) -> EpisodeResult:
+def play(env: Playable, agent: Agent, /, **reset: Any) -> EpisodeResult:
     """Reset ``env`` with ``reset`` (labelled with the agent's name unless ``reset`` says
     otherwise) and let ``agent`` act until the episode ends."""
     reset.setdefault("agent", agent.name)
     obs = env.reset(**reset)
     agent.reset(obs)
+    errors = 0
     while not obs.done:
         obs = env.step(agent.act(obs))
+        errors += obs.error is not None
     assert obs.episode_id is not None and obs.task_id is not None
     return EpisodeResult(
         obs.episode_id,
@@ -47,4 +59,5 @@ def play(env: CompanyOSEnvironment, agent: Agent, **reset: Any) -> EpisodeResult
         obs.outcome,
         obs.step,
         obs.cumulative_return,
+        errors,
     )

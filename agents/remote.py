@@ -8,6 +8,8 @@ from typing import Any
 
 import httpx
 
+from companyos.api.client import CompanyOSClient
+from companyos.api.models import CompanyOSObservation
 from companyos.domain import World, fold
 from companyos.events import parse_event
 from companyos.events.types import Event
@@ -24,6 +26,8 @@ class EventFeed:
         self._events: dict[str, list[Event]] = {}
 
     def events(self, episode_id: str) -> list[Event]:
+        if episode_id not in self._events:
+            self._events.clear()  # a new episode: the last one's events are no longer needed
         have = self._events.setdefault(episode_id, [])
         while True:
             page = self.client.get(
@@ -43,3 +47,21 @@ class EventFeed:
 def remote_oracle(base_url: str, client: httpx.Client | None = None) -> OracleAgent:
     feed = EventFeed(base_url, client)
     return OracleAgent(feed.world)
+
+
+class RemoteEnv:
+    """A `/ws` session with a server, shaped like the in-process environment for `play`:
+    ``reset`` and ``step`` return the observation."""
+
+    def __init__(self, base_url: str, message_timeout_s: float = 120.0) -> None:
+        self.client = CompanyOSClient(base_url, message_timeout_s=message_timeout_s).sync()
+        self.client.connect()
+
+    def reset(self, **options: Any) -> CompanyOSObservation:
+        return self.client.reset(**options).observation
+
+    def step(self, action: Any) -> CompanyOSObservation:
+        return self.client.step(action).observation
+
+    def close(self) -> None:
+        self.client.close()

@@ -64,19 +64,21 @@ RESET_DESCRIPTION = (
 )
 
 
-def tool_schema(name: str) -> dict[str, Any]:
-    spec = next(t for t in TOOLS.values() if t.name == name)
-    schema = spec.parameters_schema()
-    schema["properties"] = {**schema["properties"], "episode_id": EPISODE_ID_PROPERTY}
-    return schema
+def app_tools() -> list[tuple[str, str, dict[str, Any]]]:
+    """(name, description, parameter schema) of every app tool, from the one catalogue. MCP
+    adds an ``episode_id`` to each; a chat model's function tools (`agents.toolcalls`) are
+    these as they are."""
+    return [
+        (t.name, f"{t.signature()}: {t.description}", t.parameters_schema()) for t in TOOLS.values()
+    ]
 
 
 def catalogue() -> list[tuple[str, str, dict[str, Any]]]:
     """(name, description, input schema) of every MCP tool, reset first."""
     tools = [(RESET_TOOL, RESET_DESCRIPTION, RESET_SCHEMA)]
-    tools += [
-        (t.name, f"{t.signature()}: {t.description}", tool_schema(t.name)) for t in TOOLS.values()
-    ]
+    for name, description, schema in app_tools():
+        schema["properties"] = {**schema["properties"], "episode_id": EPISODE_ID_PROPERTY}
+        tools.append((name, description, schema))
     return tools
 
 

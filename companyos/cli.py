@@ -23,6 +23,7 @@ examples:
   companyos tasks                                 families, difficulties, chaos catalogue, suites
   companyos tasks --suite test                    the frozen test suite's instance ids
   companyos tasks --instance purchase_order-d2-s17  one instance: text, goal, chaos, budget
+  companyos eval --agent oracle --suite test --trials 4   success, return, pass^k, plots
 """
 
 
@@ -354,6 +355,9 @@ def build_parser() -> argparse.ArgumentParser:
     from companyos.tasks import add_parser as add_tasks
 
     add_tasks(sub)
+    from companyos.evaluate import add_parser as add_eval
+
+    add_eval(sub)
     return parser
 
 

@@ -15,7 +15,7 @@ from companyos.cli import build_parser, main
 from companyos.domain import FAMILY_NAMES, SUITES, parse_instance_id
 from companyos.domain.chaos import KIND_NAMES
 
-COMMANDS = ("serve", "demo", "episodes", "show", "verify", "tools", "tasks")
+COMMANDS = ("serve", "demo", "episodes", "show", "verify", "tools", "tasks", "eval")
 
 
 def test_help_lists_every_command_with_examples():

@@ -11,7 +11,26 @@ ALLOWED = {
     "events": {"companyos.events"},
     "domain": {"companyos.domain", "companyos.events.types"},
     "projections": {"companyos.projections", "companyos.domain", "companyos.events"},
-    "api": {"companyos.api", "companyos.projections", "companyos.domain", "companyos.events"},
+    "api": {
+        "companyos.api",
+        "companyos.analytics",
+        "companyos.projections",
+        "companyos.domain",
+        "companyos.events",
+    },
+    "analytics": {
+        "companyos.analytics",
+        "companyos.projections",
+        "companyos.domain",
+        "companyos.events",
+    },
+    "agents": {
+        "companyos.agents",
+        "companyos.api",
+        "companyos.projections",
+        "companyos.domain",
+        "companyos.events",
+    },
 }
 IMPURE = {
     "random",

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
 import re
 import sqlite3
@@ -477,11 +478,17 @@ def test_websocket_errors_are_frames_and_the_server_stays_up(server):
             ]:
                 await ws.send(raw)
                 frames.append(json.loads(await ws.recv()))
-        async with websockets.connect(ws_url, max_size=None) as ws:
+        ws = await websockets.connect(ws_url, max_size=None)
+        try:
             await ws.send("x" * (2 << 20))
             with pytest.raises(websockets.ConnectionClosed) as closed:
                 await ws.recv()
             assert closed.value.rcvd is not None and closed.value.rcvd.code == 1009
+        finally:
+            # The server closes the TCP connection right after its 1009 frame; on a loaded
+            # machine our closing handshake can meet a reset socket, which is not a failure.
+            with contextlib.suppress(ConnectionResetError, websockets.ConnectionClosed):
+                await ws.close()
         return frames
 
     frames = asyncio.run(main())
