@@ -24,9 +24,11 @@ from openenv.core.env_server.types import ConcurrencyConfig
 from starlette.websockets import WebSocketDisconnect
 from uvicorn.protocols.utils import ClientDisconnected
 
+from companyos.analytics.service import LiveAnalytics
 from companyos.events import StoreError, open_store
 
 from . import compat
+from .analytics_routes import build_analytics_router
 from .auth import ApiKeyGuard
 from .cache import EpisodeCache
 from .environment import CompanyOSEnvironment
@@ -56,6 +58,8 @@ through the OpenEnv API from an event-sourced, replayable log.
 * `GET /episodes`, `/episodes/{id}/events`, `/episodes/{id}/state?step=k`,
   `POST /episodes/{id}/fork`, `POST /episodes/{id}/verify`: the log, browsed;
   `GET /episodes/{id}/timeline` step by step, and the replay viewer page at `/viewer/`.
+* `POST /analytics/query` (a canned query or one read-only SQL statement, sandboxed),
+  `GET /analytics/queries`, `GET /analytics/report`: the trajectory warehouse.
 * `GET /manifest`: the tools, for prompting. MCP: `POST /mcp` (OpenEnv JSON-RPC) and a standard
   MCP server at `/mcp-server/`.
 """
@@ -182,6 +186,8 @@ def build_app(settings: Settings | None = None) -> FastAPI:
         )
     )
     app.include_router(build_timeline_router(store))
+    analytics = LiveAnalytics(store)
+    app.include_router(build_analytics_router(analytics))
     mount_viewer(app)
 
     mcp_app = standard_server(new_env).http_app(path="/")
@@ -192,6 +198,7 @@ def build_app(settings: Settings | None = None) -> FastAPI:
     async def lifespan(a: FastAPI) -> AsyncIterator[None]:
         async with inner(a), mcp_app.lifespan(mcp_app):
             yield
+        analytics.close()
         store.close()
 
     app.router.lifespan_context = lifespan

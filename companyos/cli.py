@@ -24,6 +24,9 @@ examples:
   companyos tasks --suite test                    the frozen test suite's instance ids
   companyos tasks --instance purchase_order-d2-s17  one instance: text, goal, chaos, budget
   companyos eval --agent oracle --suite test --trials 4   success, return, pass^k, plots
+  companyos analyze                               why agents failed: canned reports over DuckDB
+  companyos analyze --report data/report.html     the HTML report with plots
+  companyos export --parquet data/parquet         the warehouse as hive-partitioned Parquet
 """
 
 
@@ -358,6 +361,12 @@ def build_parser() -> argparse.ArgumentParser:
     from companyos.evaluate import add_parser as add_eval
 
     add_eval(sub)
+    from companyos.analyze import add_parser as add_analyze
+
+    add_analyze(sub)
+    from companyos.export import add_parser as add_export
+
+    add_export(sub)
     return parser
 
 

@@ -3,6 +3,7 @@ summaries."""
 
 from __future__ import annotations
 
+from .diagnosis import LABELS, Mistake, diagnose
 from .milestones import Milestone, MilestoneGraph, achieved, milestones_for, progress
 from .observation import render_result, render_world, tool_manifest
 from .replay import Replay, StepRecord, cached_rewards, replay
@@ -19,11 +20,13 @@ from .reward import (
 from .summary import EpisodeSummary, Headline, headline, summarize
 
 __all__ = [
+    "LABELS",
     "PROFILES",
     "EpisodeSummary",
     "Headline",
     "Milestone",
     "MilestoneGraph",
+    "Mistake",
     "Replay",
     "RewardProfile",
     "ScoreState",
@@ -31,6 +34,7 @@ __all__ = [
     "StepScore",
     "achieved",
     "cached_rewards",
+    "diagnose",
     "dominance_margin",
     "get_profile",
     "headline",

@@ -78,6 +78,8 @@ def replay(
     prof = get_profile(profile) if isinstance(profile, str) else profile
     graph = milestones_for(setup.task.goal)
     r = Replay(setup, graph, prof, score=initial_score(setup, graph, prof))
+    # An episode quit before its first call has its end inside what is read as set-up.
+    r.outcome = setup.outcome
     world, score = setup, r.score
     i = n_setup
     while i < len(events):

@@ -23,16 +23,17 @@ from .world_diff import IDENTITY_KEYS, Change, diff
 @dataclass(frozen=True, slots=True)
 class FailureLabel:
     label: str
-    """What went wrong, in the analytics vocabulary (e.g. "stale_data_submitted")."""
-    step: int
-    """The step of the first unrecovered mistake."""
+    """What went wrong: a key of `projections.diagnosis.LABELS` (e.g. "used_stale_data")."""
+    step: int | None
+    """The step of the first unrecovered mistake (None when no single step is to blame)."""
+    detail: str = ""
+    """What happened, in words."""
 
 
 @dataclass(frozen=True, slots=True)
 class Diagnosis:
-    """Why an episode failed, when something has worked it out. Failure analysis is its own
-    projection (analytics); until it runs both fields stay None and the viewer shows nothing
-    rather than a guess."""
+    """Why an episode failed: its first unrecovered mistake (`projections.diagnosis`) and its
+    point of no return (`analytics.no_return`). Both None for a success or a running episode."""
 
     failure: FailureLabel | None = None
     point_of_no_return: int | None = None
@@ -42,7 +43,11 @@ class Diagnosis:
         return {
             "failure": None
             if self.failure is None
-            else {"label": self.failure.label, "step": self.failure.step},
+            else {
+                "label": self.failure.label,
+                "step": self.failure.step,
+                "detail": self.failure.detail,
+            },
             "point_of_no_return": self.point_of_no_return,
         }
 

@@ -197,8 +197,8 @@ def test_the_diagnosis_is_null_until_something_provides_it():
     records = env.store.read(env.episode.id)  # type: ignore[union-attr]
     plain = timeline(records)["episode"]
     assert plain["failure"] is None and plain["point_of_no_return"] is None
-    told = timeline(records, Diagnosis(FailureLabel("stale_data_submitted", 1), 0))["episode"]
-    assert told["failure"] == {"label": "stale_data_submitted", "step": 1}
+    told = timeline(records, Diagnosis(FailureLabel("used_stale_data", 1, "why"), 0))["episode"]
+    assert told["failure"] == {"label": "used_stale_data", "step": 1, "detail": "why"}
     assert told["point_of_no_return"] == 0
 
 

@@ -25,8 +25,10 @@ import httpx
 import pytest
 
 from companyos.agents import RandomAgent, in_process_oracle, play
+from companyos.analytics.no_return import point_of_no_return
 from companyos.api import CompanyOSEnvironment
 from companyos.events.sql import SQLEventStore, sqlite_url
+from companyos.projections.diagnosis import diagnose
 
 from .serving import running_server
 
@@ -389,37 +391,40 @@ def test_no_fork_after_the_end(page, server, api):
 # ---------------------------------------------------------------------------- diagnosis
 
 
-def test_failure_and_point_of_no_return_show_when_present(page, server, api):
-    """Failure analysis is not built yet, so the API sends nulls and the page shows nothing;
-    when a timeline does carry them (injected here into a real response), the page shows the
-    label and marks both steps."""
+def test_failure_and_point_of_no_return_show_for_a_failed_episode(page, server, api, db):
+    """The server works out the failure label and the point of no return of a failed episode
+    from its log; the page shows both, marks their steps, and links to them. A success shows
+    neither."""
     failed = episodes(api, outcome="timeout")[0]["episode_id"]
+    store = SQLEventStore(sqlite_url(db))
+    try:
+        records = store.read(failed)
+        mistake = diagnose(records)
+        ponr = point_of_no_return(records)
+    finally:
+        store.close()
+    assert mistake is not None and mistake.step is not None and ponr is not None
     open_episode(page, server, failed)
-    assert page.locator("#failure-label").count() == 0
-    assert page.locator(".mark.failure, .mark.ponr").count() == 0
-    assert "No failure analysis" in page.inner_text("#episode-head")
-
-    def with_diagnosis(route: Any) -> None:
-        response = route.fetch()
-        body = response.json()
-        body["episode"]["failure"] = {"label": "wrong_approver", "step": 3}
-        body["episode"]["point_of_no_return"] = 2
-        route.fulfill(response=response, json=body)
-
-    page.route("**/timeline*", with_diagnosis)
-    page.goto(f"{server}/viewer/#/")  # leave, so that the episode is fetched again
-    rows(page)
-    open_episode(page, server, failed)
-    assert "wrong_approver" in page.inner_text("#failure-label")
-    assert "step 3" in page.inner_text("#failure-label")
-    assert "step 2" in page.inner_text("#ponr-label")
-    assert page.locator("#step-list li[data-step='3'] .mark.failure").count() == 1
-    assert page.locator("#step-list li[data-step='2'] .mark.ponr").count() == 1
+    page.wait_for_selector("#failure-label", timeout=TIMEOUT_MS)
+    label = page.inner_text("#failure-label")
+    assert mistake.label in label and f"step {mistake.step}" in label
+    assert mistake.detail in page.inner_text("#failure-detail")
+    where = "before step 1" if ponr == 0 else f"step {ponr}"
+    assert where in page.inner_text("#ponr-label")
+    assert page.locator(f"#step-list li[data-step='{mistake.step}'] .mark.failure").count() == 1
+    if ponr:
+        assert page.locator(f"#step-list li[data-step='{ponr}'] .mark.ponr").count() == 1
     page.click("#failure-label a")
-    page.wait_for_function("location.hash.endsWith('/3')")
-    page.wait_for_selector("#step-list li.selected[data-step='3']", timeout=10_000)
-    assert selected(page) == 3
-    page.unroute("**/timeline*")
+    page.wait_for_function(f"location.hash.endsWith('/{mistake.step}')")
+    page.wait_for_selector(
+        f"#step-list li.selected[data-step='{mistake.step}']", timeout=TIMEOUT_MS
+    )
+    assert selected(page) == mistake.step
+
+    success = episodes(api, outcome="success")[0]["episode_id"]
+    open_episode(page, server, success)
+    assert page.locator("#failure-label, #ponr-label").count() == 0
+    assert page.locator(".mark.failure, .mark.ponr").count() == 0
 
 
 # ---------------------------------------------------------------------------- the picture

@@ -24,7 +24,8 @@ CREATE TABLE IF NOT EXISTS steps (
     outcome        VARCHAR NOT NULL,  -- ok | invalid | rejected | fault
     error_code     VARCHAR,           -- the InvalidAction/ActionRejected code, if any
     fault          VARCHAR,           -- the FaultInjected kind (unavailable, rate_limited, outage), if any
-    chaos          VARCHAR[] NOT NULL, -- kinds of chaos injected during the step
+    chaos          VARCHAR[] NOT NULL, -- kinds of chaos injected during the step (a fault as its
+                                       -- kind: transient_fault, rate_limit, partial_outage)
     reward         DOUBLE  NOT NULL,
     return_so_far  DOUBLE  NOT NULL,
     gained         VARCHAR[] NOT NULL, -- milestones gained by the step

@@ -269,15 +269,25 @@ function renderHead() {
 function diagnosisBanner(e) {
   const parts = [];
   if (e.failure) {
+    const at = e.failure.step === null || e.failure.step === undefined
+      ? []
+      : [" at ", h("a", { href: episodeHash(e.episode_id, e.failure.step) }, `step ${e.failure.step}`)];
     parts.push(
-      h("span", { id: "failure-label" }, "Failure: ", h("strong", {}, e.failure.label), " at ",
-        h("a", { href: episodeHash(e.episode_id, e.failure.step) }, `step ${e.failure.step}`)),
+      h("span", { id: "failure-label", title: e.failure.detail || "" },
+        "Failure: ", h("strong", {}, e.failure.label), ...at),
     );
+    if (e.failure.detail) parts.push(h("span", { id: "failure-detail", class: "muted" }, e.failure.detail));
   }
   if (e.point_of_no_return !== null && e.point_of_no_return !== undefined) {
+    // Step k is the last one after which the oracle, taking over, still succeeds: step k + 1
+    // lost the episode. 0 means it was lost by the very first step.
+    const k = e.point_of_no_return;
+    const where = k === 0
+      ? "before step 1"
+      : h("a", { href: episodeHash(e.episode_id, k) }, `step ${k}`);
     parts.push(
-      h("span", { id: "ponr-label" }, "Point of no return: ",
-        h("a", { href: episodeHash(e.episode_id, e.point_of_no_return) }, `step ${e.point_of_no_return}`)),
+      h("span", { id: "ponr-label", title: "the last step from which the oracle still succeeds in the remaining budget" },
+        "Point of no return: ", where),
     );
   }
   if (parts.length) return h("p", { class: "diagnosis" }, parts);

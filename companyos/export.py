@@ -1,0 +1,78 @@
+"""`companyos export --parquet DIR`: the warehouse's tables as hive-partitioned Parquet, for
+DuckDB, pandas, Spark or anything else that reads Parquet."""
+
+from __future__ import annotations
+
+import argparse
+from pathlib import Path
+from typing import Any
+
+from .analyze import DEFAULT_STORE, DEFAULT_WAREHOUSE, _catch_up, _console, _no_return
+
+DESCRIPTION = """\
+Catch the DuckDB warehouse up with the event log (as `companyos analyze` does), then write every
+table under DIR, one directory per table, hive-partitioned:
+
+  events/type=.../            every stored event
+  steps/family=.../difficulty=.../      one row per tool call
+  episodes/family=.../difficulty=.../   one row per episode
+  failures/label=.../         failed episodes: label, step, detail, point of no return
+  taxonomy/, checkpoint/      one file each
+
+Read back with DuckDB: SELECT * FROM read_parquet('DIR/episodes/**/*.parquet',
+hive_partitioning = true); with pandas: pandas.read_parquet('DIR/episodes')."""
+
+EPILOG = """\
+examples:
+  companyos export --parquet data/parquet
+  companyos export --parquet data/parquet --overwrite --store postgresql+psycopg://u@h/db
+"""
+
+
+def run(args: argparse.Namespace) -> int:
+    from companyos.analytics.export import export_parquet
+    from companyos.analytics.warehouse import Warehouse
+    from companyos.events import open_store
+
+    store = open_store(args.store)
+    try:
+        with Warehouse(Path(args.warehouse)) as wh:
+            _catch_up(wh, store, False, args.quiet)
+            if not args.skip_no_return:
+                _no_return(wh, store, args.quiet)
+            try:
+                written = export_parquet(wh, args.parquet, overwrite=args.overwrite)
+            except FileExistsError as exc:
+                raise ValueError(f"{exc} (or pass --overwrite)") from None
+    finally:
+        store.close()
+    if not args.quiet:
+        for table, path in written.items():
+            files = sum(1 for _ in path.rglob("*.parquet"))
+            _console().print(f"{table:<10} {files:>4} file(s)  {path}")
+    return 0
+
+
+def add_parser(sub: Any) -> None:
+    p = sub.add_parser(
+        "export",
+        help="write the warehouse as hive-partitioned Parquet (DuckDB, pandas)",
+        description=DESCRIPTION,
+        epilog=EPILOG,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    p.add_argument("--parquet", required=True, metavar="DIR", help="the directory to write")
+    p.add_argument(
+        "--store", default=DEFAULT_STORE, help=f"event store URL (default {DEFAULT_STORE})"
+    )
+    p.add_argument(
+        "--warehouse",
+        default=DEFAULT_WAREHOUSE,
+        help=f"DuckDB warehouse (default {DEFAULT_WAREHOUSE})",
+    )
+    p.add_argument("--overwrite", action="store_true", help="replace an earlier export in DIR")
+    p.add_argument(
+        "--skip-no-return", action="store_true", help="do not work out points of no return"
+    )
+    p.add_argument("--quiet", action="store_true", help="no progress or listing")
+    p.set_defaults(run=run)
