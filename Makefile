@@ -8,10 +8,10 @@ STAMP  := $(VENV)/.installed
 STORE  ?= sqlite:///data/companyos.db
 
 .DEFAULT_GOAL := help
-.PHONY: help install test reliability serve demo bench baselines train-smoke lint clean
+.PHONY: help install test reliability serve demo bench analytics-bench baselines train-smoke lint clean
 
 help: ## list the targets
-	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  make %-12s %s\n", $$1, $$2}'
+	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  make %-16s %s\n", $$1, $$2}'
 
 $(STAMP): pyproject.toml
 	@test -x $(PY) || $(PYTHON) -m venv $(VENV)
@@ -38,6 +38,9 @@ bench: $(STAMP) ## throughput benchmarks (ratios against a no-op OpenEnv env in 
 	$(PY) bench/step_throughput.py
 	$(PY) bench/serve_throughput.py
 	$(PY) bench/eval_workers.py
+
+analytics-bench: $(STAMP) ## the DuckDB warehouse on 1M events: full load, catch-up, canned queries
+	$(PY) bench/analytics.py
 
 baselines: $(STAMP) ## the README's baselines: random, naive, oracle on the test suite, 4 trials (data/baselines/)
 	$(VENV)/bin/companyos eval --agent random,naive,oracle --suite test --trials 4 --workers 2 \

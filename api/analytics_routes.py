@@ -7,19 +7,33 @@ warehouse's files are the server's business)."""
 
 from __future__ import annotations
 
-from typing import Any, Literal
+from collections.abc import Callable
+from typing import Any, Literal, TypeVar
 
+import duckdb
 from fastapi import APIRouter, HTTPException, Query
 from fastapi.concurrency import run_in_threadpool
 from fastapi.responses import HTMLResponse, JSONResponse, Response
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from companyos.analytics.queries import CANNED
-from companyos.analytics.sandbox import MAX_SQL_CHARS, QueryFailed, QueryRefused
+from companyos.analytics.sandbox import MAX_SQL_CHARS, QueryFailed, QueryRefused, SnapshotError
 from companyos.analytics.service import LiveAnalytics, UnknownQuery
 
 MAX_ROWS = 10_000
 TIMEOUT_S = 10.0
+T = TypeVar("T")
+
+
+async def _warehouse(work: Callable[..., T], *args: Any, **kwargs: Any) -> T:
+    """Run ``work`` off the event loop. A warehouse that cannot be read or written right now
+    (a snapshot racing a write, a full disk) is a 503 that names no file."""
+    try:
+        return await run_in_threadpool(work, *args, **kwargs)
+    except (SnapshotError, duckdb.IOException, duckdb.InternalException) as exc:
+        raise HTTPException(
+            503, f"the analytics warehouse is unavailable ({type(exc).__name__}); retry shortly"
+        ) from None
 
 
 class QueryRequest(BaseModel):
@@ -88,10 +102,10 @@ def build_analytics_router(analytics: LiveAnalytics) -> APIRouter:
     async def query(body: QueryRequest) -> QueryAnswer:
         try:
             if body.name is not None:
-                result = await run_in_threadpool(analytics.canned, body.name)
+                result = await _warehouse(analytics.canned, body.name)
             else:
                 assert body.sql is not None
-                result = await run_in_threadpool(
+                result = await _warehouse(
                     analytics.query, body.sql, timeout_s=TIMEOUT_S, max_rows=body.max_rows
                 )
         except (QueryRefused, QueryFailed, UnknownQuery) as exc:
@@ -117,7 +131,7 @@ def build_analytics_router(analytics: LiveAnalytics) -> APIRouter:
         format: Literal["html", "json"] = Query("html", description="html or json."),
     ) -> Response:
         if format == "json":
-            return JSONResponse(await run_in_threadpool(analytics.report_data))
-        return HTMLResponse(await run_in_threadpool(analytics.report_html))
+            return JSONResponse(await _warehouse(analytics.report_data))
+        return HTMLResponse(await _warehouse(analytics.report_html))
 
     return router
