@@ -39,6 +39,17 @@ CHECKS = [
 store holds or of how options combine, by design and with a documented 4xx (a fork of an
 episode that does not exist or at a step it never reached, `at_step` without `fork_from`)."""
 
+NEGATIVE_DATA_CONFIG = """\
+[checks.negative_data_rejection]
+expected-statuses = ["400", "401", "403", "404", "405", "406", "409", "413", "415", "422", "428",
+  "429", "5xx"]
+"""
+"""Schemathesis's own list of statuses that count as refusing an invalid request, plus 413: a
+string one character over a long `maxLength` (the 100,000 of `/analytics/query`'s SQL), written
+as JSON escapes of astral characters, can make a body over the 1 MiB limit, which the server
+refuses with 413 (documented) before reading it. 5xx stays on the list as in schemathesis's
+default: `not_a_server_error` is the check that fails on those."""
+
 CASES = {"n": 0, "5xx": 0}
 
 
@@ -77,9 +88,13 @@ def test_schemathesis_finds_no_5xx_and_no_response_outside_the_schema(served, tm
     chosen = os.environ.get("COMPANYOS_FUZZ_SEED", "2" if ledger.full_scale() else "1")
     seed = random.SystemRandom().randrange(2**31) if chosen == "random" else int(chosen)
     st = Path(sys.executable).parent / "st"
+    config = tmp_path / "schemathesis.toml"
+    config.write_text(NEGATIVE_DATA_CONFIG)
     done = subprocess.run(
         [
             str(st),
+            "--config-file",
+            str(config),
             "run",
             f"{url}/openapi.json",
             "--checks",
