@@ -690,11 +690,11 @@ class PollsForever(Scripted):
         return _poll(approved[0].approval_id)
 
 
-class Stalls(Scripted):
-    """Plays well for a few steps, then only looks at the ticket list."""
+class GoesIdle(Scripted):
+    """Plays the oracle for ``after`` steps and until nothing is owed or awaited, then idles
+    (`idle`) for the rest of the episode."""
 
-    label = name = "stalled"
-    counts_refused = True
+    counts_refused = True  # a refused idle call is as idle as one that went through
 
     def __init__(self, env: CompanyOSEnvironment, after: int = 2) -> None:
         super().__init__(env)
@@ -707,28 +707,29 @@ class Stalls(Scripted):
         ):
             return self.oracle(world)
         self.made(world)
+        return self.idle(world)
+
+    def idle(self, world: World) -> dict[str, Any]:
+        raise NotImplementedError
+
+
+class Stalls(GoesIdle):
+    """Plays well for a few steps, then only looks at the ticket list."""
+
+    label = name = "stalled"
+
+    def idle(self, world: World) -> dict[str, Any]:
         return _free_look(world)
 
 
-class Loops(Scripted):
+class Loops(GoesIdle):
     """Plays well for a few steps, then sets the task ticket's ``verified`` to what it already
     is, over and over (busy, changing nothing; where TicketDesk is rate-limited, it re-reads a
     metric instead)."""
 
     label = name = "looped"
-    counts_refused = True  # a refused repeat is as idle as one that went through
 
-    def __init__(self, env: CompanyOSEnvironment, after: int = 2) -> None:
-        super().__init__(env)
-        self.after = after
-
-    def choose(self, world: World, observation: CompanyOSObservation) -> dict[str, Any]:
-        call = plan(world)
-        if not self._attempts and (
-            world.step < self.after or call is None or _waits(call) or not self.settled(world)
-        ):
-            return self.oracle(world)
-        self.made(world)
+    def idle(self, world: World) -> dict[str, Any]:
         main = _goal(world).ticket_id
         if "ticketdesk" not in world.services.limits:
             return _update(main, "verified", world.tickets[main].verified)

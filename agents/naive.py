@@ -14,7 +14,7 @@ from typing import Any
 from companyos.api.models import CompanyOSObservation
 from companyos.domain import Call, World, plan
 
-from .oracle import LOOK
+from .oracle import LOOK, live_world
 
 
 class NaiveAgent:
@@ -36,9 +36,4 @@ class NaiveAgent:
 
 
 def in_process_naive(env: Any) -> NaiveAgent:
-    def world_of(episode_id: str) -> World:
-        ep = env.episode
-        assert ep is not None and ep.id == episode_id
-        return ep.world  # type: ignore[no-any-return]
-
-    return NaiveAgent(world_of)
+    return NaiveAgent(live_world(env))

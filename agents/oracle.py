@@ -30,10 +30,16 @@ class OracleAgent:
         return LOOK if call is None else call.as_action()
 
 
-def in_process_oracle(env: Any) -> OracleAgent:
+def live_world(env: Any) -> Callable[[str], World]:
+    """``world_of`` for a privileged agent in-process: the live world of ``env``'s episode."""
+
     def world_of(episode_id: str) -> World:
         ep = env.episode
         assert ep is not None and ep.id == episode_id
         return ep.world  # type: ignore[no-any-return]
 
-    return OracleAgent(world_of)
+    return world_of
+
+
+def in_process_oracle(env: Any) -> OracleAgent:
+    return OracleAgent(live_world(env))

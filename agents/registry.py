@@ -18,7 +18,7 @@ from companyos.domain import World
 from .base import Agent
 from .llm import LLMAgent, LLMSettings
 from .naive import NaiveAgent
-from .oracle import OracleAgent, in_process_oracle
+from .oracle import OracleAgent, live_world
 from .random_agent import RandomAgent
 from .remote import EventFeed
 
@@ -51,9 +51,7 @@ class Roster:
     def world_of(self) -> Callable[[str], World]:
         if self._world_of is None:
             self._world_of = (
-                EventFeed(self.url).world
-                if self.url is not None
-                else in_process_oracle(self.env).world_of
+                EventFeed(self.url).world if self.url is not None else live_world(self.env)
             )
         return self._world_of
 

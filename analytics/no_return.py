@@ -71,10 +71,13 @@ class SimulatedForks:
     `continue_from` then only plays the oracle's steps."""
 
     def __init__(
-        self, records: Sequence[RecordedEvent | Event], limits: Limits = DEFAULT_LIMITS
+        self,
+        records: Sequence[RecordedEvent | Event],
+        limits: Limits = DEFAULT_LIMITS,
+        replayed: Replay | None = None,
     ) -> None:
         self.limits = limits
-        self.replay: Replay = replay(records)
+        self.replay: Replay = replayed if replayed is not None else replay(records)
         events = events_of(records)
         setup = self.replay.setup
         assert setup.info is not None  # replay refuses a stream without EpisodeStarted
@@ -144,7 +147,9 @@ class SimulatedForks:
 
 
 def point_of_no_return(
-    records: Sequence[RecordedEvent | Event], limits: Limits = DEFAULT_LIMITS
+    records: Sequence[RecordedEvent | Event],
+    limits: Limits = DEFAULT_LIMITS,
+    replayed: Replay | None = None,
 ) -> int | None:
     """The last step k after which the oracle, playing on from a fork at k, still succeeds
     within the episode's ``max_steps``: the episode was lost at step k + 1.
@@ -160,7 +165,7 @@ def point_of_no_return(
     ``limits`` are the environment's (`domain.Limits`): they shape how a call's params are
     cleaned, so pass the ones the real environment would use if they are not the defaults.
     """
-    return SimulatedForks(records, limits).point_of_no_return()
+    return SimulatedForks(records, limits, replayed).point_of_no_return()
 
 
 def lost_at(

@@ -76,6 +76,14 @@ def _known(episode_id: str) -> str:
     return episode_id
 
 
+def episode_records(store: EventStore, episode_id: str) -> list[Any]:
+    """The stored events of an episode, or a 404."""
+    records = store.read(_known(episode_id))
+    if not records or records[0].type != "EpisodeStarted":
+        raise HTTPException(404, f"no episode {episode_id!r}: list them at GET /episodes")
+    return records
+
+
 def build_router(
     store: EventStore,
     cache: EpisodeCache,
@@ -88,12 +96,6 @@ def build_router(
     an episode's events (a larger one gets 422)."""
     router = APIRouter()
     rows = HeadlineCache(store)
-
-    def records_of(episode_id: str) -> list[Any]:
-        records = store.read(_known(episode_id))
-        if not records or records[0].type != "EpisodeStarted":
-            raise HTTPException(404, f"no episode {episode_id!r}: list them at GET /episodes")
-        return records
 
     @router.get("/episodes", tags=["Episodes"], summary="List stored episodes")
     def list_episodes(
@@ -134,7 +136,7 @@ def build_router(
 
     @router.get("/episodes/{episode_id}", tags=["Episodes"], summary="One episode's summary")
     def get_episode(episode_id: str) -> dict[str, Any]:
-        records = records_of(episode_id)
+        records = episode_records(store, episode_id)
         r = replay(records)
         out = summarize(records).as_dict()
         assert r.setup.task is not None
@@ -150,7 +152,7 @@ def build_router(
         from_seq: int = Query(0, ge=0, le=MAX_SEQ),
         limit: int = Query(min(500, max_events_page), ge=1, le=max_events_page),
     ) -> dict[str, Any]:
-        head = records_of(episode_id)[0]
+        head = episode_records(store, episode_id)[0]
         records = store.read(head.stream, from_seq, from_seq + limit - 1)
         events = [
             {
@@ -177,7 +179,7 @@ def build_router(
         episode_id: str,
         step: int | None = Query(None, ge=0, le=MAX_SEQ, description="Default: the latest step."),
     ) -> dict[str, Any]:
-        r = replay(records_of(episode_id))
+        r = replay(episode_records(store, episode_id))
         n = len(r.steps)
         k = n if step is None else step
         if k > n:
@@ -203,7 +205,7 @@ def build_router(
         summary="Fork an episode after a step (same as reset(fork_from, at_step))",
     )
     def fork_episode(episode_id: str, body: ForkRequest) -> dict[str, Any]:
-        records_of(episode_id)
+        episode_records(store, episode_id)
         env: CompanyOSEnvironment = new_env()
         obs = env.reset(
             fork_from=episode_id,
@@ -223,7 +225,7 @@ def build_router(
         summary="Check the hash chain and re-simulate the episode",
     )
     def verify(episode_id: str) -> dict[str, Any]:
-        records_of(episode_id)
+        episode_records(store, episode_id)
         return verify_episode(store, episode_id).as_dict()
 
     @router.get("/manifest", tags=["Environment Info"], summary="Tools, for prompting")

@@ -20,8 +20,9 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from openenv.core.env_server.interfaces import Environment
-from openenv.core.env_server.types import Action, Observation, State
+# The same no-op environment `serve_throughput.py` serves (this folder is on the path when the
+# script runs).
+from noop_server import NoopAction, NoopEnvironment
 from rich.console import Console
 from rich.progress import Progress
 from rich.table import Table
@@ -31,33 +32,6 @@ from companyos.api import CompanyOSAction, CompanyOSEnvironment
 from companyos.domain import plan
 from companyos.events import InMemoryEventStore
 from companyos.events.sql import SQLEventStore, sqlite_url
-
-
-class NoopAction(Action):
-    value: int = 0
-
-
-class NoopEnvironment(Environment[NoopAction, Observation, State]):
-    """The floor: an OpenEnv environment that does nothing."""
-
-    def __init__(self) -> None:
-        super().__init__()
-        self._state = State(episode_id="noop", step_count=0)
-
-    def reset(
-        self, seed: int | None = None, episode_id: str | None = None, **kw: Any
-    ) -> Observation:
-        self._state = State(episode_id="noop", step_count=0)
-        return Observation(done=False, reward=0.0)
-
-    def step(self, action: NoopAction, timeout_s: float | None = None, **kw: Any) -> Observation:
-        self._state.step_count += 1
-        return Observation(done=False, reward=0.0)
-
-    @property
-    def state(self) -> State:
-        return self._state
-
 
 Episode = tuple[dict[str, Any], list[CompanyOSAction]]
 

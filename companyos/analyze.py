@@ -8,6 +8,8 @@ import argparse
 import json
 import sys
 import time
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -157,25 +159,13 @@ def _cell(v: Any) -> str:
     return str(v)
 
 
-def run(args: argparse.Namespace) -> int:
-    from companyos.analytics.queries import CANNED
-    from companyos.analytics.queries import run as run_canned
-    from companyos.analytics.report import render_report
-    from companyos.analytics.sandbox import QueryFailed, QueryRefused, run_query, snapshot
+@contextmanager
+def caught_up(args: argparse.Namespace, quiet: bool) -> Iterator[Any]:
+    """The warehouse at ``args.warehouse``, caught up with ``args.store`` (or rebuilt), with
+    the points of no return of new failures worked out unless ``args.skip_no_return``."""
     from companyos.analytics.warehouse import Warehouse
     from companyos.events import open_store
 
-    if args.list:
-        rows = [[q.name, q.title, q.description] for q in CANNED.values()]
-        _print("canned queries", ["name", "title", "what it answers"], rows, args.format)
-        return 0
-    unknown = [n for n in args.query or [] if n not in CANNED]
-    if unknown:
-        raise AnalyzeError(
-            f"no canned query {', '.join(map(repr, unknown))}; "
-            f"the canned queries: {', '.join(CANNED)} (`companyos analyze --list`)"
-        )
-    quiet = args.quiet or args.format != "table"
     started = time.perf_counter()
     store = open_store(args.store)
     path = Path(args.warehouse)
@@ -189,24 +179,64 @@ def run(args: argparse.Namespace) -> int:
                     f"episodes derived, {ponr:,} points of no return, position "
                     f"{done.position:,} ({time.perf_counter() - started:.1f} s)[/dim]"
                 )
-            if args.sql is not None:
-                snap = snapshot(wh.con, path.parent / f"{path.stem}-snapshots")
-                try:
-                    result = run_query(snap, args.sql, timeout_s=args.timeout)
-                except (QueryRefused, QueryFailed) as exc:
-                    raise AnalyzeError(str(exc)) from None
-                _print("query", result.columns, result.rows, args.format)
-                if result.truncated:
-                    _console().print(f"[yellow]only the first {len(result.rows):,} rows[/yellow]")
-            for name in args.query or ([] if args.sql is not None or args.report else CANNED):
-                columns, rows = run_canned(wh.con, name)
-                _print(CANNED[name].title, list(columns), [list(r) for r in rows], args.format)
-            if args.report:
-                out = render_report(wh.con, Path(args.report))
-                _console().print(f"report written to {out}")
+            yield wh
     finally:
         store.close()
+
+
+def run(args: argparse.Namespace) -> int:
+    from companyos.analytics.queries import CANNED
+    from companyos.analytics.queries import run as run_canned
+    from companyos.analytics.report import render_report
+    from companyos.analytics.sandbox import QueryFailed, QueryRefused, run_query, snapshot
+
+    if args.list:
+        rows = [[q.name, q.title, q.description] for q in CANNED.values()]
+        _print("canned queries", ["name", "title", "what it answers"], rows, args.format)
+        return 0
+    unknown = [n for n in args.query or [] if n not in CANNED]
+    if unknown:
+        raise AnalyzeError(
+            f"no canned query {', '.join(map(repr, unknown))}; "
+            f"the canned queries: {', '.join(CANNED)} (`companyos analyze --list`)"
+        )
+    with caught_up(args, quiet=args.quiet or args.format != "table") as wh:
+        if args.sql is not None:
+            path = Path(args.warehouse)
+            snap = snapshot(wh.con, path.parent / f"{path.stem}-snapshots")
+            try:
+                result = run_query(snap, args.sql, timeout_s=args.timeout)
+            except (QueryRefused, QueryFailed) as exc:
+                raise AnalyzeError(str(exc)) from None
+            _print("query", result.columns, result.rows, args.format)
+            if result.truncated:
+                _console().print(f"[yellow]only the first {len(result.rows):,} rows[/yellow]")
+        for name in args.query or ([] if args.sql is not None or args.report else CANNED):
+            columns, rows = run_canned(wh.con, name)
+            _print(CANNED[name].title, list(columns), [list(r) for r in rows], args.format)
+        if args.report:
+            out = render_report(wh.con, Path(args.report))
+            _console().print(f"report written to {out}")
     return 0
+
+
+def add_warehouse_args(p: argparse.ArgumentParser) -> None:
+    """What `caught_up` reads: where the log is, where the warehouse is, how to load it."""
+    p.add_argument(
+        "--store", default=DEFAULT_STORE, help=f"event store URL (default {DEFAULT_STORE})"
+    )
+    p.add_argument(
+        "--warehouse",
+        default=DEFAULT_WAREHOUSE,
+        help=f"DuckDB warehouse file, created or caught up (default {DEFAULT_WAREHOUSE})",
+    )
+    p.add_argument("--rebuild", action="store_true", help="reload everything from the log")
+    p.add_argument(
+        "--skip-no-return",
+        action="store_true",
+        help="do not work out points of no return (a few ms per new failed episode)",
+    )
+    p.add_argument("--quiet", action="store_true", help="no progress or status lines")
 
 
 def add_parser(sub: Any) -> None:
@@ -217,15 +247,7 @@ def add_parser(sub: Any) -> None:
         epilog=EPILOG,
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
-    p.add_argument(
-        "--store", default=DEFAULT_STORE, help=f"event store URL (default {DEFAULT_STORE})"
-    )
-    p.add_argument(
-        "--warehouse",
-        default=DEFAULT_WAREHOUSE,
-        help=f"DuckDB warehouse file, created or caught up (default {DEFAULT_WAREHOUSE})",
-    )
-    p.add_argument("--rebuild", action="store_true", help="reload everything from the log")
+    add_warehouse_args(p)
     p.add_argument(
         "--query",
         action="append",
@@ -237,12 +259,6 @@ def add_parser(sub: Any) -> None:
     p.add_argument("--timeout", type=float, default=30.0, help="--sql time limit in s (default 30)")
     p.add_argument("--report", metavar="OUT.html", help="write the HTML report with PNG plots")
     p.add_argument(
-        "--skip-no-return",
-        action="store_true",
-        help="do not work out points of no return (a few ms per new failed episode)",
-    )
-    p.add_argument(
         "--format", choices=["table", "json", "csv"], default="table", help="output format"
     )
-    p.add_argument("--quiet", action="store_true", help="no progress or status lines")
     p.set_defaults(run=run)

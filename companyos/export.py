@@ -4,10 +4,9 @@ DuckDB, pandas, Spark or anything else that reads Parquet."""
 from __future__ import annotations
 
 import argparse
-from pathlib import Path
 from typing import Any
 
-from .analyze import DEFAULT_STORE, DEFAULT_WAREHOUSE, _catch_up, _console, _no_return
+from .analyze import _console, add_warehouse_args, caught_up
 
 DESCRIPTION = """\
 Catch the DuckDB warehouse up with the event log (as `companyos analyze` does), then write every
@@ -31,21 +30,12 @@ examples:
 
 def run(args: argparse.Namespace) -> int:
     from companyos.analytics.export import export_parquet
-    from companyos.analytics.warehouse import Warehouse
-    from companyos.events import open_store
 
-    store = open_store(args.store)
-    try:
-        with Warehouse(Path(args.warehouse)) as wh:
-            _catch_up(wh, store, False, args.quiet)
-            if not args.skip_no_return:
-                _no_return(wh, store, args.quiet)
-            try:
-                written = export_parquet(wh, args.parquet, overwrite=args.overwrite)
-            except FileExistsError as exc:
-                raise ValueError(f"{exc} (or pass --overwrite)") from None
-    finally:
-        store.close()
+    with caught_up(args, args.quiet) as wh:
+        try:
+            written = export_parquet(wh, args.parquet, overwrite=args.overwrite)
+        except FileExistsError as exc:
+            raise ValueError(f"{exc} (or pass --overwrite)") from None
     if not args.quiet:
         for table, path in written.items():
             files = sum(1 for _ in path.rglob("*.parquet"))
@@ -62,17 +52,6 @@ def add_parser(sub: Any) -> None:
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     p.add_argument("--parquet", required=True, metavar="DIR", help="the directory to write")
-    p.add_argument(
-        "--store", default=DEFAULT_STORE, help=f"event store URL (default {DEFAULT_STORE})"
-    )
-    p.add_argument(
-        "--warehouse",
-        default=DEFAULT_WAREHOUSE,
-        help=f"DuckDB warehouse (default {DEFAULT_WAREHOUSE})",
-    )
     p.add_argument("--overwrite", action="store_true", help="replace an earlier export in DIR")
-    p.add_argument(
-        "--skip-no-return", action="store_true", help="do not work out points of no return"
-    )
-    p.add_argument("--quiet", action="store_true", help="no progress or listing")
+    add_warehouse_args(p)
     p.set_defaults(run=run)

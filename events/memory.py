@@ -73,20 +73,7 @@ class InMemoryEventStore(EventStore):
                 rows.append(
                     (stream, s.seq, base + i, s.type, s.schema_version, s.data_json, s.hash, at)
                 )
-                recorded.append(
-                    RecordedEvent(
-                        stream,
-                        s.seq,
-                        base + i,
-                        s.event_id,
-                        s.type,
-                        s.schema_version,
-                        s.data,
-                        s.hash,
-                        at,
-                        s.event,
-                    )
-                )
+                recorded.append(s.recorded(stream, base + i, at))
             self._log.extend(rows)
             if current is None:
                 self._streams[stream] = rows

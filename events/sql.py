@@ -491,21 +491,7 @@ class SQLEventStore(EventStore):
             )
         else:
             q.advance.run(cur, sid=stream, v=last.seq, h=last.hash, at=at)
-        return [
-            RecordedEvent(
-                stream,
-                s.seq,
-                pos,
-                s.event_id,
-                s.type,
-                s.schema_version,
-                s.data,
-                s.hash,
-                at,
-                s.event,
-            )
-            for s, pos in zip(sealed, positions, strict=True)
-        ]
+        return [s.recorded(stream, pos, at) for s, pos in zip(sealed, positions, strict=True)]
 
     # ------------------------------------------------------------------ reads
 

@@ -80,6 +80,21 @@ class SealedEvent(NamedTuple):
     hash: str
     event: Event
 
+    def recorded(self, stream: str, position: int, at: float) -> RecordedEvent:
+        """This event as stored: at global ``position``, recorded at ``at``."""
+        return RecordedEvent(
+            stream,
+            self.seq,
+            position,
+            self.event_id,
+            self.type,
+            self.schema_version,
+            self.data,
+            self.hash,
+            at,
+            self.event,
+        )
+
 
 _SETUP_TYPES = frozenset(
     {"TaskAssigned", "ApprovalTypeDefined", "ApproverRegistered", "TicketCreated", "MetricRecorded"}

@@ -172,8 +172,7 @@ def diagnose(
     episode still running. ``replayed``: the stream's `replay`, when the caller has it already
     (the warehouse does; replaying is most of the cost)."""
     r = replayed if replayed is not None else replay(records)
-    # An episode quit before its first call ends inside what replay reads as its set-up.
-    outcome = r.outcome if r.outcome is not None else r.setup.outcome
+    outcome = r.outcome
     if outcome not in ("timeout", "abandoned"):
         return None
     ep = _Episode(r, outcome)

@@ -16,7 +16,7 @@ from companyos.events.types import (
     StepScored,
 )
 
-from .replay import replay
+from .replay import Replay, replay
 from .reward import get_profile
 
 
@@ -45,8 +45,9 @@ class EpisodeSummary:
         return asdict(self)
 
 
-def summarize(records: Sequence[RecordedEvent]) -> EpisodeSummary:
-    r = replay(records)
+def summarize(records: Sequence[RecordedEvent], replayed: Replay | None = None) -> EpisodeSummary:
+    """``replayed``: the stream's `replay`, when the caller has it already."""
+    r = replayed if replayed is not None else replay(records)
     info = r.setup.info
     assert info is not None
     caused = [e for s in r.steps for e in s.events]

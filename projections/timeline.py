@@ -115,17 +115,20 @@ def timeline(
     diagnosis: Diagnosis = UNDIAGNOSED,
     from_step: int = 1,
     limit: int | None = None,
+    replayed: Replay | None = None,
 ) -> dict[str, Any]:
     """The episode's summary, its initial world, and steps ``from_step`` .. ``from_step +
-    limit - 1`` (each with the world after it and the changes from the world before it)."""
-    r = replay(records)
+    limit - 1`` (each with the world after it and the changes from the world before it).
+    ``replayed``: the stream's `replay`, when the caller has it already."""
+    r = replayed if replayed is not None else replay(records)
     n = len(r.steps)
     if from_step < 1 or (n and from_step > n):
         raise ValueError(f"from_step must be from 1 to {max(n, 1)} (the episode has {n} steps)")
     last = n if limit is None else min(n, from_step - 1 + limit)
     assert r.setup.task is not None
 
-    setup_events: list[Event] = events_of(records)[: setup_length(events_of(records))]
+    events = events_of(records)
+    setup_events: list[Event] = events[: setup_length(events)]
     initial = render_world(r.setup)
     before = initial if from_step == 1 else render_world(r.world_at(from_step - 1))
     steps = []
@@ -134,7 +137,7 @@ def timeline(
         steps.append(_step_record(r, s, before, world))
         before = world
 
-    episode = summarize(records).as_dict()
+    episode = summarize(records, r).as_dict()
     episode.update(
         task=r.setup.task.text,
         milestones=[{"id": m.id, "kind": m.kind, "prereqs": list(m.prereqs)} for m in r.graph],
