@@ -7,7 +7,6 @@ PostgreSQL runs when COMPANYOS_TEST_POSTGRES_URL is set; each test gets a fresh 
 
 from __future__ import annotations
 
-import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -264,17 +263,15 @@ def test_an_episode_continued_after_a_catch_up_is_derived_again(store: EventStor
         ).fetchall() == [(s.steps, s.steps)]
 
 
-def test_a_catch_up_with_nothing_new_takes_milliseconds(store: EventStore):
+def test_a_catch_up_with_nothing_new_does_nothing(store: EventStore):
+    """(How long it takes is `bench/analytics.py`'s business: about 40 us on the memory store.)"""
     play_round(store, range(0, 2))
     with Warehouse() as wh:
         wh.catch_up(store)
         before = contents(wh)
-        started = time.perf_counter()
         result = wh.catch_up(store)
-        elapsed = time.perf_counter() - started
         assert (result.events, result.episodes) == (0, 0)
         assert result.position == wh.position
-        assert elapsed < 0.25  # one empty read of the store (milliseconds, generous on CI)
         assert contents(wh) == before
 
 
