@@ -18,9 +18,10 @@ from __future__ import annotations
 
 import hashlib
 import hmac
-import json
 from typing import Any
 from urllib.parse import parse_qs
+
+from .asgi import send_json
 
 OPEN_PATHS = frozenset({"/health"})
 """Reachable without the key: what a load balancer's health check calls."""
@@ -77,15 +78,8 @@ class ApiKeyGuard:
 
     @staticmethod
     async def _refuse_http(send: Any, status: int, message: str) -> None:
-        body = json.dumps({"detail": message}).encode()
-        headers = [
-            (b"content-type", b"application/json"),
-            (b"content-length", str(len(body)).encode()),
-        ]
-        if status == 401:
-            headers.append((b"www-authenticate", b'Bearer realm="companyos"'))
-        await send({"type": "http.response.start", "status": status, "headers": headers})
-        await send({"type": "http.response.body", "body": body})
+        challenge = [(b"www-authenticate", b'Bearer realm="companyos"')] if status == 401 else []
+        await send_json(send, status, {"detail": message}, challenge)
 
     @staticmethod
     async def _refuse_websocket(receive: Any, send: Any, message: str) -> None:

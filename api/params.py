@@ -8,12 +8,13 @@ not an array), so routes added later are covered with no list to keep up to date
 
 from __future__ import annotations
 
-import json
 import re
 from collections import Counter
 from collections.abc import Callable
 from typing import Any
 from urllib.parse import parse_qsl
+
+from .asgi import send_json
 
 Table = list[tuple[re.Pattern[str], str, frozenset[str]]]
 
@@ -73,15 +74,4 @@ async def _refuse(send: Any, names: list[str], counts: dict[str, int]) -> None:
         }
         for name in names
     ]
-    body = json.dumps({"detail": detail}).encode()
-    await send(
-        {
-            "type": "http.response.start",
-            "status": 422,
-            "headers": [
-                (b"content-type", b"application/json"),
-                (b"content-length", str(len(body)).encode()),
-            ],
-        }
-    )
-    await send({"type": "http.response.body", "body": body})
+    await send_json(send, 422, {"detail": detail})

@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import functools
 import gc
-import json
 from collections.abc import AsyncIterator, Awaitable, Callable
 from contextlib import asynccontextmanager, suppress
 from typing import Any
@@ -29,6 +28,7 @@ from companyos.events import StoreError, open_store
 
 from . import compat
 from .analytics_routes import build_analytics_router
+from .asgi import send_json
 from .auth import ApiKeyGuard
 from .cache import EpisodeCache
 from .environment import CompanyOSEnvironment
@@ -95,23 +95,8 @@ class BodyLimit:
         await self.app(scope, _replay([{"type": "http.request", "body": body}], receive), send)
 
     async def _refuse(self, send: Any) -> None:
-        payload = json.dumps(
-            {
-                "detail": f"request body too large: the limit is {self.limit} "
-                "bytes; send smaller values"
-            }
-        ).encode()
-        await send(
-            {
-                "type": "http.response.start",
-                "status": 413,
-                "headers": [
-                    (b"content-type", b"application/json"),
-                    (b"content-length", str(len(payload)).encode()),
-                ],
-            }
-        )
-        await send({"type": "http.response.body", "body": payload})
+        detail = f"request body too large: the limit is {self.limit} bytes; send smaller values"
+        await send_json(send, 413, {"detail": detail})
 
 
 class QuietDisconnects:
