@@ -26,25 +26,10 @@ from companyos.events import InMemoryEventStore
 from . import ledger
 from .helpers import served_chain, solo_chain
 from .serving import ServerProcess
-from .strategies import ORACLE, action
+from .strategies import ORACLE, action, json_value
 
 pytestmark = pytest.mark.reliability
 
-json_scalar = st.one_of(
-    st.none(),
-    st.booleans(),
-    st.integers(min_value=-(2**70), max_value=2**70),
-    st.floats(allow_nan=False, allow_infinity=False),
-    st.text(max_size=40),
-)
-json_value = st.recursive(
-    json_scalar,
-    lambda inner: (
-        st.lists(inner, max_size=4) | st.dictionaries(st.text(max_size=8), inner, max_size=4)
-    ),
-    max_leaves=12,
-)
-"""Anything JSON can carry (what a client can put on the wire; no NaN, which JSON has not)."""
 
 any_call = st.fixed_dictionaries(
     {

@@ -21,6 +21,8 @@ from hypothesis import strategies as st
 
 from companyos.api import CompanyOSEnvironment, ResetError
 
+from .strategies import json_value
+
 KNOWN_CODES = {"INVALID_JSON", "UNKNOWN_TYPE", "VALIDATION_ERROR", "EXECUTION_ERROR"}
 INTERNAL = (
     "object has no attribute",
@@ -43,20 +45,6 @@ class Frame:
     data: Any = None
 
 
-json_scalar = st.one_of(
-    st.none(),
-    st.booleans(),
-    st.integers(min_value=-(2**70), max_value=2**70),
-    st.floats(allow_nan=False, allow_infinity=False),
-    st.text(max_size=30),
-)
-json_value = st.recursive(
-    json_scalar,
-    lambda inner: (
-        st.lists(inner, max_size=4) | st.dictionaries(st.text(max_size=8), inner, max_size=4)
-    ),
-    max_leaves=10,
-)
 reset_data = st.dictionaries(
     st.sampled_from(
         (
