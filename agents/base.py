@@ -47,9 +47,13 @@ def play(env: Playable, agent: Agent, /, **reset: Any) -> EpisodeResult:
     obs = env.reset(**reset)
     agent.reset(obs)
     errors = 0
+    total = 0.0
     while not obs.done:
         obs = env.step(agent.act(obs))
         errors += obs.error is not None
+        # The return is the trainer's sum of step rewards: the agent's observation carries
+        # nothing of the grader.
+        total += obs.reward or 0.0
     assert obs.episode_id is not None and obs.task_id is not None
     return EpisodeResult(
         obs.episode_id,
@@ -58,6 +62,6 @@ def play(env: Playable, agent: Agent, /, **reset: Any) -> EpisodeResult:
         obs.seed or 0,
         obs.outcome,
         obs.step,
-        obs.cumulative_return,
+        round(total, 6),
         errors,
     )

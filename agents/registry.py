@@ -1,6 +1,7 @@
 """The agents `companyos eval` knows, by name, and how to build one where it will play.
 
-The privileged baselines (naive, oracle) read the true world: in-process from the live
+The honest solver plays from observations only, like any agent. The privileged baselines
+(naive, oracle) read the true world: in-process from the live
 episode, against a server by folding the episode's event log. The random agent gets its own
 seed per trial, so that trials of one instance differ; the LLM agent passes its seed to the
 endpoint (honoured by vLLM and OpenAI for sampling).
@@ -16,13 +17,14 @@ import openai
 from companyos.domain import World
 
 from .base import Agent
+from .honest import HonestAgent
 from .llm import LLMAgent, LLMSettings
 from .naive import NaiveAgent
 from .oracle import OracleAgent, live_world
 from .random_agent import RandomAgent
 from .remote import EventFeed
 
-AGENTS = ("random", "naive", "oracle", "llm")
+AGENTS = ("random", "naive", "honest", "oracle", "llm")
 """What each is: `companyos eval --help`."""
 
 
@@ -62,6 +64,8 @@ class Roster:
             return RandomAgent(seed)
         if name == "naive":
             return NaiveAgent(self.world_of())
+        if name == "honest":
+            return HonestAgent()
         if name == "oracle":
             return OracleAgent(self.world_of())
         if self.llm is None:

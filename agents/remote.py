@@ -61,7 +61,12 @@ class RemoteEnv:
         return self.client.reset(**options).observation
 
     def step(self, action: Any) -> CompanyOSObservation:
-        return self.client.step(action).observation
+        result = self.client.step(action)
+        obs = result.observation
+        if obs.reward is None and result.reward is not None:
+            # OpenEnv carries the reward beside the observation on the wire.
+            obs.reward = result.reward
+        return obs
 
     def close(self) -> None:
         self.client.close()

@@ -108,8 +108,9 @@ def task_message(obs: CompanyOSObservation) -> str:
 
 def result_message(obs: CompanyOSObservation, note: str | None = None) -> str:
     """What a model reads after a call, as JSON: what an MCP client gets back from the same
-    call (the tool's result under ``data``, the message, error, reward, progress, ...), the
-    simulated time, and a note from the agent when its reply could not be used as it stood."""
+    call (the tool's result under ``data``, the message, the error code, the step budget;
+    nothing of the grader: no reward, return or progress), the simulated time, and a note from
+    the agent when its reply could not be used as it stood."""
     body = {k: v for k, v in tool_result(obs).items() if k != "episode_id"}
     body["time"] = obs.time
     if note:

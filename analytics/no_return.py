@@ -50,7 +50,7 @@ LOOK = Call("approvalflow", "list_approvals", {})
 listing that changes nothing. The agents layer is out of reach from here; a test checks that
 the two are the same call."""
 
-FAILED = frozenset({"timeout", "abandoned"})
+FAILED = frozenset({"timeout", "abandoned", "failure"})
 
 
 class Continuation(NamedTuple):

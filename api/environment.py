@@ -31,6 +31,7 @@ from openenv.core.env_server.mcp_types import (
 from openenv.core.env_server.types import EnvironmentMetadata, Observation
 
 from companyos.domain import BY_NAME, DEFAULT_LIMITS, ORIGINAL_DIFFICULTY, Limits
+from companyos.domain.goals import collateral
 from companyos.domain.limits import clean_params, clip_name
 from companyos.domain.model import clock_label
 from companyos.events import ConcurrencyConflict, EventStore, InMemoryEventStore
@@ -64,6 +65,7 @@ RESET_OPTIONS = (
     "max_steps",
     "reward_profile",
     "agent",
+    "show_progress",
 )
 _MANIFEST = tool_manifest()
 
@@ -108,6 +110,7 @@ class CompanyOSEnvironment(Environment[CompanyOSAction, CompanyOSObservation, Co
         max_steps: int | None = None,
         reward_profile: str | None = None,
         agent: str | None = None,
+        show_progress: bool | None = None,
         **kwargs: Any,
     ) -> CompanyOSObservation:
         if kwargs:
@@ -120,7 +123,9 @@ class CompanyOSEnvironment(Environment[CompanyOSAction, CompanyOSObservation, Co
             if at_step is None:
                 raise ResetError("fork_from needs at_step: the step to fork after (0 = the start)")
             # A fork branches off: the episode it leaves stays open (it may be the source).
-            episode = Episode.fork(self.store, fork_from, at_step, new_id, self.limits, agent)
+            episode = Episode.fork(
+                self.store, fork_from, at_step, new_id, self.limits, agent, show_progress
+            )
             message = f"Forked {fork_from} at step {at_step} into {new_id}."
         else:
             if at_step is not None:
@@ -137,6 +142,7 @@ class CompanyOSEnvironment(Environment[CompanyOSAction, CompanyOSObservation, Co
                 agent=agent,
                 limits=self.limits,
                 max_episode_steps=self.max_episode_steps,
+                show_progress=False if show_progress is None else show_progress,
             )
             assert episode.world.info is not None
             message = f"New episode {new_id}: {episode.world.info.scenario} (seed {seed})."
@@ -191,7 +197,25 @@ class CompanyOSEnvironment(Environment[CompanyOSAction, CompanyOSObservation, Co
         episode_id: str | None = None,
         expected_step: int | None = None,
     ) -> CompanyOSObservation:
-        """One tool call in this session's episode, or in the stored episode ``episode_id``."""
+        """One tool call in this session's episode, or in the stored episode ``episode_id``.
+
+        A session (an environment that has started, forked or continued an episode) plays that
+        episode only: an action naming another is refused, as a step of its own episode, so
+        that nobody can act in, or take the outcome of, an episode that is not theirs."""
+        own = self._episode
+        if own is not None and episode_id is not None and episode_id != own.id:
+            return self._refuse(
+                own,
+                app,
+                method,
+                params,
+                InvalidAction(
+                    code="foreign_episode",
+                    message=f"This session plays episode {own.id}; it cannot act in "
+                    f"{clip_name(episode_id, self.limits)!r}. Leave episode_id out (or pass "
+                    "this one), or reset() to start another.",
+                ),
+            )
         try:
             episode = self._resolve(episode_id)
         except EpisodeNotFound as exc:
@@ -249,6 +273,27 @@ class CompanyOSEnvironment(Environment[CompanyOSAction, CompanyOSObservation, Co
             return self._observation(
                 episode, result=shown, message=message, error=error, reward=result.reward
             )
+
+    def _refuse(
+        self, episode: Episode, app: Any, method: Any, params: Any, refusal: InvalidAction
+    ) -> CompanyOSObservation:
+        if episode.snapshot.world.ended:
+            return self._observation(
+                episode,
+                message=f"Episode {episode.id} has ended; nothing was done. {refusal.message}",
+                error=refusal.code,
+                reward=0.0,
+            )
+        try:
+            result = episode.step(app, method, params, refuse=refusal)
+        except ConcurrencyConflict as exc:
+            return self._observation(
+                self._reload(episode), message=f"Not applied: {exc}.", error="conflict", reward=0.0
+            )
+        shown, message, error = render_result(episode.world, result.caused)
+        return self._observation(
+            episode, result=shown, message=message, error=error, reward=result.reward
+        )
 
     @property
     def state(self) -> CompanyOSState:
@@ -348,6 +393,8 @@ class CompanyOSEnvironment(Environment[CompanyOSAction, CompanyOSObservation, Co
         w, score, _ = ep.snapshot
         info = w.info
         assert info is not None and w.task is not None
+        # The agent's view: what a person doing the job would see. Nothing of the grader
+        # (milestones, return, shortcut counts) unless the episode asked for a curriculum.
         return observation_from(
             {
                 "done": w.ended,
@@ -364,13 +411,11 @@ class CompanyOSEnvironment(Environment[CompanyOSAction, CompanyOSObservation, Co
                 "clock_minutes": w.clock,
                 "time": clock_label(w.clock),
                 "instance_id": w.task.instance_id or None,
-                "progress": progress(ep.graph, score.achieved),
+                "progress": progress(ep.graph, score.achieved) if info.show_progress else {},
                 "last_result": result,
                 "message": message,
                 "error": error,
-                "cumulative_return": score.total,
                 "outcome": w.outcome,
-                "shortcut_attempts": score.shortcut_attempts,
                 "tools": _MANIFEST if tools else [],
             }
         )
@@ -394,6 +439,9 @@ def state_of(ep: Episode | None) -> CompanyOSState:
         cumulative_return=score.total,
         stream_version=version,
         progress=progress(ep.graph, score.achieved),
+        shortcut_attempts=score.shortcut_attempts,
+        collateral=collateral(w) if w.task is not None else [],
+        show_progress=info.show_progress,
         forked_from=info.forked_from[0] if info.forked_from else None,
         fork_step=info.forked_from[1] if info.forked_from else None,
         world=render_world(w),

@@ -29,6 +29,7 @@ from companyos.events.types import (
     EpisodeStarted,
     Event,
     ForkRef,
+    InvalidAction,
     StepScored,
     ToolCalled,
 )
@@ -163,8 +164,11 @@ class Episode:
         agent: str | None = None,
         limits: Limits = DEFAULT_LIMITS,
         max_episode_steps: int = MAX_EPISODE_STEPS,
+        show_progress: bool = False,
     ) -> Episode:
         check_seed(seed)
+        if not isinstance(show_progress, bool):
+            raise ResetError(f"show_progress must be true or false, not {show_progress!r}")
         check_agent(agent)
         check_difficulty(difficulty)
         check_episode_id(episode_id)
@@ -196,6 +200,7 @@ class Episode:
                 reward_profile=profile.name,
                 max_steps=max_steps,
                 agent=agent,
+                show_progress=show_progress,
             )
         except UnknownScenario as exc:
             raise ResetError(str(exc)) from None
@@ -239,12 +244,16 @@ class Episode:
         episode_id: str,
         limits: Limits = DEFAULT_LIMITS,
         agent: str | None = None,
+        show_progress: bool | None = None,
     ) -> Episode:
         """A new episode whose stream is the source's prefix up to the end of step ``at_step``,
-        its first event marked ``forked_from`` (and relabelled with ``agent``, who plays on);
-        the source stream is not touched."""
+        its first event marked ``forked_from`` (and relabelled with ``agent``, who plays on;
+        ``show_progress``, if given, says whether its agent is shown the milestones); the
+        source stream is not touched."""
         check_episode_id(episode_id)
         check_agent(agent)
+        if show_progress is not None and not isinstance(show_progress, bool):
+            raise ResetError(f"show_progress must be true or false, not {show_progress!r}")
         # Not an id at all (a number, an object): nothing to look up, and nothing the store
         # should be asked (a driver refuses to bind such a value).
         valid = isinstance(source_id, str) and EPISODE_ID.match(source_id)
@@ -275,18 +284,23 @@ class Episode:
         update: dict[str, Any] = {"forked_from": ForkRef(episode_id=source_id, at_step=at_step)}
         if agent is not None:
             update["agent"] = agent
+        if show_progress is not None:
+            update["show_progress"] = show_progress
         first = started.model_copy(update=update)
         _create(store, episode_id, [first, *prefix[1:]])
         return cls.load(store, episode_id, limits)
 
     # ------------------------------------------------------------------ play
 
-    def step(self, app: Any, method: Any, params: Any) -> StepResult:
-        """Decide, score and append one call. Raises `ConcurrencyConflict` (and changes
-        nothing) if the stream moved on since the snapshot the step was decided on."""
+    def step(
+        self, app: Any, method: Any, params: Any, refuse: InvalidAction | None = None
+    ) -> StepResult:
+        """Decide, score and append one call (``refuse``: a refusal to record in its place).
+        Raises `ConcurrencyConflict` (and changes nothing) if the stream moved on since the
+        snapshot the step was decided on."""
         before = self.snapshot
         caused = decide_step(
-            before.world, app, method, params, before.version + 1, self.rng, self.limits
+            before.world, app, method, params, before.version + 1, self.rng, self.limits, refuse
         )
         world = fold(caused, before.world)
         score, s = score_step(before.score, world, caused, self.graph, self.profile, before.world)

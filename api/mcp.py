@@ -35,7 +35,8 @@ from .models import CompanyOSObservation
 RESET_TOOL = "companyos_reset"
 EPISODE_ID_PROPERTY = {
     "type": "string",
-    "description": "The episode to act in (from companyos_reset); default: this session's.",
+    "description": "The episode to act in (from companyos_reset); default: this session's. "
+    "A session plays one episode: naming another is refused.",
 }
 RESET_SCHEMA: dict[str, Any] = {
     "type": "object",
@@ -98,12 +99,13 @@ def tool_result(obs: CompanyOSObservation) -> dict[str, Any]:
         "episode_id": obs.episode_id,
         "step": obs.step,
         "steps_remaining": obs.steps_remaining,
-        "reward": obs.reward,
         "done": obs.done,
-        "cumulative_return": obs.cumulative_return,
         "outcome": obs.outcome,
-        "progress": obs.progress,
     }
+    # What a model is shown carries nothing of the grader: no reward, no return, and the
+    # milestones only in an episode reset with show_progress (a curriculum).
+    if obs.progress:
+        out["progress"] = obs.progress
     if obs.tools:
         out["task"] = obs.task
         out["seed"] = obs.seed

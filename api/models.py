@@ -54,13 +54,19 @@ class CompanyOSObservation(Observation):
     clock_minutes: int = Field(default=0, description="Simulated minutes since the start.")
     time: str = Field(default="", description="Simulated time (the episode starts Mon 09:00).")
     instance_id: str | None = Field(default=None, description="family-dD-sSEED")
-    progress: dict[str, bool] = Field(default_factory=dict, description="Milestones, in order.")
+    progress: dict[str, bool] = Field(
+        default_factory=dict,
+        description="Empty unless the episode was reset with show_progress=true (a "
+        "curriculum): then the task's milestones, in order. By default an agent is shown "
+        "nothing of the grader; trainers read progress from `state` and the episode API.",
+    )
     last_result: Any = Field(default=None, description="What the last tool call returned.")
     message: str = ""
     error: str | None = Field(default=None, description="Error code of the last call, if any.")
-    cumulative_return: float = 0.0
-    outcome: str | None = Field(default=None, description="success | timeout | abandoned")
-    shortcut_attempts: int = 0
+    outcome: str | None = Field(
+        default=None,
+        description="Once the episode is over: success | failure | timeout | abandoned.",
+    )
     tools: list[dict[str, Any]] = Field(
         default_factory=list, description="The tool manifest (sent on reset only)."
     )
@@ -75,7 +81,18 @@ class CompanyOSState(State):
     outcome: str | None = None
     cumulative_return: float = 0.0
     stream_version: int = -1
-    progress: dict[str, bool] = Field(default_factory=dict)
+    progress: dict[str, bool] = Field(
+        default_factory=dict, description="The task's milestones, in order (for trainers)."
+    )
+    shortcut_attempts: int = Field(
+        default=0, description="Calls that tried to skip a rule (close a blocked ticket, ...)."
+    )
+    collateral: list[str] = Field(
+        default_factory=list,
+        description="What changed or was requested that the task did "
+        "not call for (grading requires none).",
+    )
+    show_progress: bool = False
     forked_from: str | None = None
     fork_step: int | None = None
     world: dict[str, Any] = Field(default_factory=dict, description="Snapshot of every app.")

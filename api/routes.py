@@ -31,7 +31,7 @@ from .episode import EPISODE_ID, EpisodeNotFound
 from .models import CompanyOSState
 from .verify import verify_episode
 
-Outcome = Literal["success", "timeout", "abandoned", "running"]
+Outcome = Literal["success", "failure", "timeout", "abandoned", "running"]
 MAX_POSITION = 2**63 - 1
 MAX_SEQ = 2**31 - 1
 """Bounds of the store's position and seq columns: a larger number is a 422, not a 500."""

@@ -97,12 +97,12 @@ def cmd_demo(args: argparse.Namespace) -> int:
             call,
             obs.message[:70],
             f"{obs.reward:+.2f}",
-            f"{obs.cumulative_return:+.2f}",
+            f"{env.state.cumulative_return:+.2f}",
         )
     console.print(table)
     console.print(
         f"outcome: [bold]{obs.outcome}[/] in {obs.step} steps, return "
-        f"{obs.cumulative_return:+.2f}; stored in {args.store}"
+        f"{env.state.cumulative_return:+.2f}; stored in {args.store}"
     )
     store.close()
     return 0

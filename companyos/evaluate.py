@@ -25,18 +25,19 @@ the event log, labelled with its agent, for analytics and the replay viewer.
 agents:
   random   a uniformly random tool with plausible parameters (the original's baseline)
   naive    does what the task text says and ignores chaos (privileged: reads the world)
+  honest   a careful solver that sees only what an agent sees (the proof of solvability)
   oracle   plans from the true world and handles every chaos kind (privileged)
   llm      a model behind any OpenAI-compatible chat completions endpoint, native tool calls
 
 In-process (default) each worker is a process with its own environment over --store; with --url
 each worker is a thread with its own session on that server, which stores the episodes.
 Trials of one instance play the same world; the random agent and a sampling LLM get their own
-seed per trial, so their trials differ (the oracle and the naive agent are deterministic)."""
+seed per trial, so their trials differ (the oracle, honest and naive agents are deterministic)."""
 
 EPILOG = """\
 examples:
   companyos eval --agent oracle --suite test --trials 4
-  companyos eval --agent random,naive,oracle --suite test --workers 2     the README's baselines
+  companyos eval --agent random,naive,honest,oracle --suite test --workers 2   the baselines
   companyos eval --agent random --suite original --difficulty 2 --trials 4
   companyos eval --agent oracle --url http://127.0.0.1:8000 --workers 2 --per-cell 5
   companyos eval --agent llm --llm-url http://127.0.0.1:8001/v1 --model Qwen/Qwen2.5-7B-Instruct \\

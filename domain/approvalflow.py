@@ -14,6 +14,7 @@ expires. An approved `data_access` request grants access to the dataset it names
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Any
 
 from pydantic import Field
@@ -91,12 +92,27 @@ class EscalateParams(Params):
 
 
 def approval_type_view(t: ApprovalType) -> dict[str, Any]:
-    return {
+    view: dict[str, Any] = {
         "description": t.description,
         "required_role": ROLE_TITLES.get(t.required_role, t.required_role),
         "required_data": list(t.keys),
         "fields": {f.key: f.description for f in t.fields},
     }
+    if t.optional_keys:
+        view["optional_data"] = list(t.optional_keys)
+    return view
+
+
+def request_object(atype: ApprovalType, data: Mapping[str, Any]) -> str | None:
+    """What a request is about: its ticket, or the dataset it asks for (None: neither)."""
+    for f in atype.fields:
+        if f.kind == "ticket":
+            value = data.get(f.key)
+            return normalize_ticket_id(value) if isinstance(value, str) else None
+    if atype.grants is not None:
+        value = data.get(atype.grants)
+        return value.strip().lower() if isinstance(value, str) else None
+    return None
 
 
 def approval_view(world: World, a: Approval) -> dict[str, Any]:
@@ -188,6 +204,14 @@ def submit_approval(world: World, p: SubmitApprovalParams, ctx: Ctx) -> list[Eve
             "missing_data",
             f"{atype.name} needs data keys {', '.join(atype.keys)}; missing: {', '.join(missing)}.",
         )
+    for f in atype.fields:
+        # A figure must be a finite number: "inf", "NaN" or 1e999 would match any record.
+        if f.kind == "metric" and f.key in p.data and as_number(p.data[f.key]) is None:
+            return reject(
+                "invalid_number",
+                f"{f.key} must be a finite number as DataHub shows it (e.g. 85.0), not "
+                f"{p.data[f.key]!r}.",
+            )
     ticket_id = None
     for f in atype.fields:
         if f.kind == "ticket" and isinstance(p.data.get(f.key), str):
@@ -353,6 +377,8 @@ def evidence(world: World, e: ApprovalSubmitted) -> Evidence:
     prior_missing: list[str] = []
     for f in atype.fields:
         value = e.data.get(f.key)
+        if f.optional and (value is None or (isinstance(value, str) and not value.strip())):
+            continue
         if f.kind == "metric" and f.metric in world.metrics:
             m = world.metrics[f.metric]
             n = as_number(value)
@@ -375,6 +401,18 @@ def evidence(world: World, e: ApprovalSubmitted) -> Evidence:
                 or prior.ticket_id != (normalize_ticket_id(e.ticket_id) if e.ticket_id else None)
             ):
                 prior_missing.append(f.key)
+    about = request_object(atype, e.data)
+    duplicate_of = next(
+        (
+            a.approval_id
+            for a in world.approvals.values()
+            if a.approval_type == atype.name
+            and a.status in ("pending", "approved")
+            and a.approver == a.evidence.routed_to  # a misrouted request is its own damage
+            and request_object(atype, a.data) == about
+        ),
+        None,
+    )
     return Evidence(
         at=now,
         routed_to=routed,
@@ -385,6 +423,7 @@ def evidence(world: World, e: ApprovalSubmitted) -> Evidence:
         unread=tuple(unread),
         stale_used=tuple(stale_used),
         prior_missing=tuple(prior_missing),
+        duplicate_of=duplicate_of,
     )
 
 
@@ -394,7 +433,8 @@ def on_type_defined(world: World, e: ApprovalTypeDefined) -> World:
         e.description,
         e.required_role,
         tuple(
-            ApprovalField(f.key, f.kind, f.metric, f.approval_type, f.description) for f in e.fields
+            ApprovalField(f.key, f.kind, f.metric, f.approval_type, f.description, f.optional)
+            for f in e.fields
         ),
         e.requires_verified_ticket,
         e.grants,

@@ -133,6 +133,9 @@ class Draw:
 
     rng: KeyedRNG
     prefix: str = "gen"
+    forced: tuple[tuple[str, bool], ...] = ()
+    """(key, outcome) of chances decided in advance: the other way of a task's hidden draw,
+    built to size the step budget for both ways."""
 
     def _key(self, purpose: str) -> str:
         return f"{self.prefix}:{purpose}"
@@ -150,10 +153,18 @@ class Draw:
         return round(lo + (hi - lo) * self.rng.uniform(0, self._key(purpose)), digits)
 
     def chance(self, purpose: str, p: float) -> bool:
-        return self.rng.chance(0, self._key(purpose), p)
+        key = self._key(purpose)
+        for forced, outcome in self.forced:
+            if forced == key:
+                return outcome
+        return self.rng.chance(0, key, p)
 
     def sub(self, prefix: str) -> Draw:
-        return Draw(self.rng, f"{self.prefix}:{prefix}")
+        return Draw(self.rng, f"{self.prefix}:{prefix}", self.forced)
+
+    def force(self, purpose: str, outcome: bool) -> Draw:
+        """This draw with the chance ``purpose`` decided in advance."""
+        return Draw(self.rng, self.prefix, (*self.forced, (self._key(purpose), outcome)))
 
 
 def slug(text: str) -> str:
@@ -173,6 +184,8 @@ class TypeSpec:
     grants: str | None = None
     prior: str | None = None
     """For "approval" fields: the type the referenced request must have."""
+    optional: tuple[str, ...] = ()
+    """Keys a request may leave out (a sign-off the policy asks for only sometimes)."""
 
 
 APPROVAL_TYPES: dict[str, TypeSpec] = {
@@ -223,22 +236,30 @@ APPROVAL_TYPES: dict[str, TypeSpec] = {
     ),
     "purchase_order": TypeSpec(
         "eng_manager",
-        "Approve a purchase order (first sign-off).",
+        "Approve a purchase order (the Engineering Manager's sign-off, which releases it).",
+        (
+            ("ticket_id", "ticket", "the purchase ticket"),
+            ("vendor", "text", "who is paid"),
+            ("amount", "metric", "the order's amount from DataHub"),
+            (
+                "cfo_approval",
+                "approval",
+                "the CFO's approved purchase_order_cfo request, for orders above the CFO "
+                "threshold only (leave it out otherwise)",
+            ),
+        ),
+        prior="purchase_order_cfo",
+        optional=("cfo_approval",),
+    ),
+    "purchase_order_cfo": TypeSpec(
+        "cfo",
+        "The CFO's sign-off for a purchase order above the policy threshold, obtained before "
+        "the manager's.",
         (
             ("ticket_id", "ticket", "the purchase ticket"),
             ("vendor", "text", "who is paid"),
             ("amount", "metric", "the order's amount from DataHub"),
         ),
-    ),
-    "purchase_order_cfo": TypeSpec(
-        "cfo",
-        "Second sign-off for purchase orders above the policy threshold.",
-        (
-            ("ticket_id", "ticket", "the purchase ticket"),
-            ("amount", "metric", "the order's amount from DataHub"),
-            ("manager_approval", "approval", "the approved purchase_order request's id"),
-        ),
-        prior="purchase_order",
     ),
     "data_access": TypeSpec(
         "security",
@@ -299,6 +320,7 @@ def approval_type(name: str, metrics: dict[str, str] | None = None) -> ApprovalT
                 metric=metrics.get(k) if kind == "metric" else None,
                 approval_type=spec.prior if kind == "approval" else None,
                 description=d,
+                optional=k in spec.optional,
             )
             for k, kind, d in spec.fields
         ),

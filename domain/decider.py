@@ -58,12 +58,15 @@ def decide_step(
     seq: int,
     rng: KeyedRNG,
     limits: Limits = DEFAULT_LIMITS,
+    refuse: InvalidAction | None = None,
 ) -> list[Event]:
     """Events caused by one tool call; ``seq`` is the seq its `ToolCalled` will get.
 
     The call is recorded first, which moves the clock; what time does on its own comes next
     (approvers deciding requests that are due, deadlines passing), then the call itself:
     validation, the service being down or rate-limited, a transient fault, the app's decider.
+    ``refuse`` is a refusal decided before the call reached any app (an action naming another
+    episode than the session's): recorded in its place.
     """
     step = world.step + 1
     app_name, method_name = clip_name(app, limits), clip_name(method, limits)
@@ -85,6 +88,8 @@ def decide_step(
     if background:
         now = fold(background, now)
     out: list[Event] = [called, *background]
+    if refuse is not None:
+        return [*out, refuse]
     spec = lookup(app, method) if isinstance(app, str) and isinstance(method, str) else None
     if spec is None:
         message = unknown_tool_message(app_name, method_name)

@@ -42,7 +42,7 @@ from .families.base import away
 from .model import World
 from .rng import AdversarialRNG, KeyedRNG
 
-GENERATOR = "companyos/2"
+GENERATOR = "companyos/3"
 HELD_OUT = "contract_renewal"
 """The family kept out of the train suite: only the test suite has it."""
 TRAIN_SEEDS = range(0, 1_000_000)
@@ -215,21 +215,58 @@ def _chaos(
 @functools.lru_cache(maxsize=256)
 def build_instance(family: str, seed: int, difficulty: int) -> Instance:
     """The instance (cached: GRPO plays the same instance many times)."""
+    setup, draft, goal, text = _setup(family, seed, difficulty, None)
+    level = profile(difficulty)
+    worst = honest_worst_case(family, seed, difficulty, setup, faults=0)
+    if draft.hidden is not None:
+        # The other way of the hidden draw, sized too: the budget must not tell which way
+        # the task goes.
+        flipped = _setup(family, seed, difficulty, draft.hidden)[0]
+        worst = max(worst, honest_worst_case(family, seed, difficulty, flipped, faults=0))
+    budget = max(draft.base_steps, worst + level.min_fault_slack)
+    if level.min_fault_slack:
+        # Faults delay everything after them (into an outage, past a rate limit): the budget
+        # also covers the slack's faults striking first.
+        shifted = [(family, setup)]
+        if draft.hidden is not None:
+            shifted.append((family, _setup(family, seed, difficulty, draft.hidden)[0]))
+        for _, events in shifted:
+            budget = max(
+                budget,
+                honest_worst_case(family, seed, difficulty, events, faults=level.min_fault_slack),
+            )
+    oracle_worst_case(family, seed, difficulty, setup)  # a second solver must finish too
+    return Instance(family, seed, difficulty, text, goal, setup, budget, budget - worst, worst)
+
+
+def _setup(
+    family: str, seed: int, difficulty: int, flip: str | None
+) -> tuple[tuple[Event, ...], Draft, Goal, str]:
+    """The opening events (all but `EpisodeStarted`), with the family's hidden draw ``flip``
+    turned the other way when asked."""
     level = profile(difficulty)
     fam = FAMILIES[family]
     draw = Draw(KeyedRNG(seed), "gen")
     company = draw_company(draw.sub("company"))
     taken: set[str] = set()
-    draft = fam.draft(draw.sub(family), company, taken, level)
+    fdraw = draw.sub(family)
+    if flip is not None:
+        # Every family's hidden draw is an even chance; forcing its other outcome changes
+        # only what depends on it (the values, the goal), every other draw being keyed apart.
+        fdraw = fdraw.force(flip, not fdraw.chance(flip, 0.5))
+    draft = fam.draft(fdraw, company, taken, level)
+    assert flip is None or draft.hidden == flip
     distractors = distractor_tickets(
         draw.sub("distractors"), company, taken, draw.integer("n_distractors", 3, 5)
     )
     dmetrics = distractor_metrics(draw.sub("dmetrics"), draw.integer("n_dmetrics", 2, 4))
+    # Chaos is drawn per instance (family, difficulty, seed): the same seed in two families
+    # or at two levels makes independent draws.
     items, goal = _chaos(
         draft,
         company,
         level,
-        draw.sub("chaos"),
+        draw.sub(f"chaos:{family}:d{difficulty}"),
         [t.ticket_id for t in distractors],
         dmetrics,
         taken,
@@ -249,11 +286,7 @@ def build_instance(family: str, seed: int, difficulty: int) -> Instance:
         *sorted((*draft.metrics, *dmetrics), key=lambda m: m.name),
         *(ChaosInjected(kind=c.kind, target=c.target, params=c.params) for c in items),
     ]
-    worst = worst_case(family, seed, difficulty, tuple(setup))
-    budget = max(draft.base_steps, worst + level.min_fault_slack)
-    return Instance(
-        family, seed, difficulty, draft.text, goal, tuple(setup), budget, budget - worst, worst
-    )
+    return tuple(setup), draft, goal, draft.text
 
 
 @functools.lru_cache(maxsize=256)
@@ -280,10 +313,9 @@ def start_world(events: list[Event]) -> World:
     return evolve(setup_world(family, seed, difficulty), started)
 
 
-def worst_case(family: str, seed: int, difficulty: int, setup: tuple[Event, ...]) -> int:
-    """Steps the oracle takes when every chance event goes against it (no transient faults)."""
-    from .decider import decide_step
-    from .oracle import plan
+def _opening(
+    family: str, seed: int, difficulty: int, setup: tuple[Event, ...], faults: int
+) -> World:
     from .world import fold
 
     start = EpisodeStarted(
@@ -291,10 +323,50 @@ def worst_case(family: str, seed: int, difficulty: int, setup: tuple[Event, ...]
         scenario=family,
         difficulty=difficulty,
         max_steps=10_000,
-        fault_budget=0,
+        fault_budget=faults,
         generator=GENERATOR,
     )
-    world = fold((start, *setup))
+    return fold((start, *setup))
+
+
+def honest_worst_case(
+    family: str, seed: int, difficulty: int, setup: tuple[Event, ...], faults: int = 0
+) -> int:
+    """Steps the honest solver takes, seeing only what an agent sees, when every chance event
+    goes against it (and, with ``faults``, that many transient faults strike first)."""
+    from . import goals
+    from .decider import decide_step
+    from .honest import HonestSolver, Seen
+    from .rendering import render_result
+    from .world import fold
+
+    world = _opening(family, seed, difficulty, setup, faults)
+    assert world.task is not None
+    solver = HonestSolver(world.task.text, family)
+    rng = AdversarialRNG()
+    seen: Seen | None = None
+    for n in range(1, 400):
+        app, method, params = solver.act(seen)
+        caused = decide_step(world, app, method, params, n, rng)
+        world = fold(caused, world)
+        if goals.success(world):
+            return n
+        if goals.finished(world):
+            raise Unsolvable(
+                f"the honest solver finished {instance_id(family, difficulty, seed)} wrongly"
+            )
+        result, message, error = render_result(world, caused)
+        seen = Seen(world.clock, result, message, error)
+    raise Unsolvable(f"the honest solver does not finish {instance_id(family, difficulty, seed)}")
+
+
+def oracle_worst_case(family: str, seed: int, difficulty: int, setup: tuple[Event, ...]) -> int:
+    """Steps the privileged oracle takes when every chance event goes against it."""
+    from .decider import decide_step
+    from .oracle import plan
+    from .world import fold
+
+    world = _opening(family, seed, difficulty, setup, 0)
     rng = AdversarialRNG()
     for n in range(1, 400):
         call = plan(world)
@@ -313,6 +385,7 @@ def build_episode(
     max_steps: int | None = None,
     forked_from: ForkRef | None = None,
     agent: str | None = None,
+    show_progress: bool = False,
 ) -> list[Event]:
     """The opening events of an episode: lifecycle, task, the world, its chaos."""
     family = resolve_family(task_id, KeyedRNG(seed))
@@ -328,6 +401,7 @@ def build_episode(
         forked_from=forked_from,
         generator=GENERATOR,
         agent=agent,
+        show_progress=show_progress,
     )
     return [started, *inst.setup]
 

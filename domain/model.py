@@ -13,6 +13,7 @@ Time is simulated: the clock reads `step * MINUTES_PER_STEP` minutes since the e
 
 from __future__ import annotations
 
+import math
 from collections.abc import Mapping
 from typing import Any, NamedTuple
 
@@ -123,6 +124,7 @@ class ApprovalField(NamedTuple):
     metric: str | None = None
     approval_type: str | None = None
     description: str = ""
+    optional: bool = False
 
 
 class ApprovalType(NamedTuple):
@@ -136,7 +138,12 @@ class ApprovalType(NamedTuple):
 
     @property
     def keys(self) -> tuple[str, ...]:
-        return tuple(f.key for f in self.fields)
+        """The data keys a request must carry."""
+        return tuple(f.key for f in self.fields if not f.optional)
+
+    @property
+    def optional_keys(self) -> tuple[str, ...]:
+        return tuple(f.key for f in self.fields if f.optional)
 
 
 class Evidence(NamedTuple):
@@ -158,6 +165,9 @@ class Evidence(NamedTuple):
     """Metric-backed keys whose value was the stale cached one."""
     prior_missing: tuple[str, ...] = ()
     """Approval-backed keys that did not name an approved request of the required type."""
+    duplicate_of: str | None = None
+    """A request of the same type about the same object that was still pending or approved
+    when this one was submitted (asking twice is a hedge, not work the task calls for)."""
 
 
 class Approval(NamedTuple):
@@ -190,6 +200,7 @@ class EpisodeInfo(NamedTuple):
     reward_profile: str
     fault_budget: int
     forked_from: tuple[str, int] | None = None
+    show_progress: bool = False
 
 
 class Task(NamedTuple):
@@ -296,20 +307,29 @@ def normalize_ticket_id(ticket_id: str) -> str:
 
 
 def as_number(value: Any) -> float | None:
-    """A number from a JSON scalar, tolerating the forms people type ("85", "85%", "1,842.50")."""
+    """A finite number from a JSON scalar, tolerating the forms people type ("85", "85%",
+    "1,842.50"). Anything that is not a finite number (``inf``, ``NaN``, ``1e999``, an integer
+    too large for a float) is None: it matches no record."""
     if isinstance(value, bool):
         return None
-    if isinstance(value, int | float):
-        return float(value)
-    if isinstance(value, str):
+    if isinstance(value, int):
+        try:
+            number = float(value)
+        except OverflowError:
+            return None
+    elif isinstance(value, float):
+        number = value
+    elif isinstance(value, str):
         cleaned = value.strip().replace(",", "").rstrip("%").strip()
         for prefix in ("$", "USD"):
             cleaned = cleaned.removeprefix(prefix).strip()
         try:
-            return float(cleaned)
-        except ValueError:
+            number = float(cleaned)
+        except (ValueError, OverflowError):
             return None
-    return None
+    else:
+        return None
+    return number if math.isfinite(number) else None
 
 
 def same_number(a: float, b: float) -> bool:

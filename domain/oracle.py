@@ -112,8 +112,10 @@ def _candidates(world: World, g: Goal, aware: bool) -> Iterator[Call]:
     soon = now + MINUTES_PER_STEP
     for name in g.metrics:
         m = world.metrics.get(name)
-        if m is None or (m.dataset and m.dataset not in world.grants):
+        if m is None:
             continue
+        if m.dataset and m.dataset not in world.grants:
+            return  # nothing rests on data it cannot read yet: wait for the grant
         if aware and m.stale(soon):
             yield Call("datahub", "refresh_data", {"metric_name": name})
             return

@@ -31,7 +31,14 @@ FAULT_KINDS = {
 def _started(world: World, e: EpisodeStarted) -> World:
     fork = (e.forked_from.episode_id, e.forked_from.at_step) if e.forked_from else None
     info = EpisodeInfo(
-        e.seed, e.scenario, e.difficulty, e.max_steps, e.reward_profile, e.fault_budget, fork
+        e.seed,
+        e.scenario,
+        e.difficulty,
+        e.max_steps,
+        e.reward_profile,
+        e.fault_budget,
+        fork,
+        e.show_progress,
     )
     return world._replace(info=info)
 

@@ -48,9 +48,10 @@ class ForkRef(BaseModel):
 
 
 class EpisodeStarted(Event):
-    """First event of every stream. Version 2 added the chaos dial and the reward profile."""
+    """First event of every stream. Version 2 added the chaos dial and the reward profile;
+    version 3 records whether the agent is shown its progress (a curriculum option)."""
 
-    schema_version: ClassVar[int] = 2
+    schema_version: ClassVar[int] = 3
     nested: ClassVar[bool] = True
     type: Literal["EpisodeStarted"] = "EpisodeStarted"
     seed: int
@@ -63,6 +64,9 @@ class EpisodeStarted(Event):
     generator: str = "companyos/1"
     agent: str | None = None
     """Who plays (a label for analysis: "oracle", "random", a model name), if said."""
+    show_progress: bool = False
+    """The agent's observations carry the milestones (a curriculum); by default they carry
+    nothing of the grader."""
 
 
 class TicketGoal(BaseModel):
@@ -115,6 +119,16 @@ class Goal(BaseModel):
     approvals: tuple[ApprovalGoal, ...] = ()
     decision: Literal["approve", "decline", "flag"] = "approve"
     criterion: Criterion | None = None
+    finish: tuple[str, ...] = ()
+    """Approval types whose approval finishes the work, right or wrong: the same whichever way
+    a hidden value falls, so that the episode's end says nothing of the grade (empty: the last
+    approval's type, as goals recorded before this field were)."""
+
+    @property
+    def finishing_types(self) -> tuple[str, ...]:
+        if self.finish:
+            return self.finish
+        return (self.approvals[-1].approval_type,) if self.approvals else ()
 
     @property
     def ticket_id(self) -> str:
@@ -123,7 +137,9 @@ class Goal(BaseModel):
 
 
 class TaskAssigned(Event):
-    schema_version: ClassVar[int] = 2
+    """Version 3 added ``goal.finish`` (the approval types that end the work)."""
+
+    schema_version: ClassVar[int] = 3
     nested: ClassVar[bool] = True
     type: Literal["TaskAssigned"] = "TaskAssigned"
     text: str
@@ -134,7 +150,9 @@ class TaskAssigned(Event):
 
 class EpisodeEnded(Event):
     type: Literal["EpisodeEnded"] = "EpisodeEnded"
-    outcome: Literal["success", "timeout", "abandoned"]
+    outcome: Literal["success", "failure", "timeout", "abandoned"]
+    """``failure``: the work was observably finished (the decision recorded, the last approval
+    approved) but not right."""
     step: int
 
 
@@ -205,6 +223,8 @@ class ApprovalFieldSpec(BaseModel):
     approval_type: str | None = None
     """For kind "approval": the type the referenced (approved) request must have."""
     description: str = ""
+    optional: bool = False
+    """May be left out (a sign-off named only when the policy asks for it)."""
 
 
 class ApprovalTypeDefined(Event):

@@ -45,6 +45,19 @@ def _episode_started_v1(p: Payload) -> Payload:
     }
 
 
+@upcaster("EpisodeStarted", 2)
+def _episode_started_v2(p: Payload) -> Payload:
+    # v2 had no curriculum option: agents were shown progress then, but nothing replays
+    # differently for it (observations are projections, not stored).
+    return {**p, "show_progress": False}
+
+
+@upcaster("TaskAssigned", 2)
+def _task_assigned_v2(p: Payload) -> Payload:
+    # v2 goals ended with their last approval; `finish` makes that explicit.
+    return {**p, "goal": {**p["goal"], "finish": []}}
+
+
 @upcaster("TaskAssigned", 1)
 def _task_assigned_v1(p: Payload) -> Payload:
     # v1 goals had one ticket and one approval: the first shape of this project.

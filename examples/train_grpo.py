@@ -93,11 +93,14 @@ class EpisodePlayer:
         ]
         prompt_ids = render_ids(tok, render(tok, messages, generation=True))
         ids, completion, mask = list(prompt_ids), [], []
+        total = 0.0
         while not obs.done:
             generated = self.generate(model, tok, ids)
             text = tok.decode(generated, skip_special_tokens=True)
             action, note = parse_text_tool_call(text)
-            obs = self.env.step(action).observation
+            result = self.env.step(action)
+            obs = result.observation
+            total += result.reward or 0.0  # the trainer's channel; the model never sees it
             completion += generated
             mask += [1] * len(generated)
             ids += generated
@@ -115,7 +118,7 @@ class EpisodePlayer:
         episode = {
             "episode_id": obs.episode_id,
             "instance": instance_id(family, difficulty, seed),
-            "return": obs.cumulative_return,
+            "return": round(total, 6),
             "outcome": obs.outcome,
             "steps": obs.step,
             "model_tokens": sum(mask),

@@ -61,7 +61,8 @@ LABELS: dict[str, str] = {
     "closed_blocked_ticket": "Tried to close one of the task's tickets while it was blocked "
     "instead of resolving the blocker first.",
     "collateral_damage": "Changed something the task did not call for: another ticket, a field "
-    "of a task ticket beyond the goal, or an approval request of a type the task does not need.",
+    "of a task ticket beyond the goal, an approval request of a type the task does not need, "
+    "about another ticket or dataset, or made twice while the first was still live.",
     "undid_progress": "Reverted work the task needs: un-verified a task ticket, moved it off "
     "the status the task asks for, or withdrew a right decision.",
     "premature_request": "Submitted a request while a task ticket still lacked a fix the task "
@@ -95,13 +96,15 @@ LABELS: dict[str, str] = {
     "ran_out_of_steps": "No mistake found: the step budget ran out while the agent was still "
     "making progress, or doing what the oracle would have done.",
     "abandoned": "No mistake found: the agent quit the episode before finishing.",
+    "finished_wrong": "No specific mistake found: the work was finished (a decision recorded, "
+    "the last approval approved) but did not meet the task.",
 }
 """Every taxonomy label with its definition (the documented taxonomy), in tie-break order."""
 
 RANK = {label: i for i, label in enumerate(LABELS)}
 IDLING = ("timed_out_while_polling", "stalled", "looped")
 """Labels of how an episode wasted its last steps: used when no specific mistake was left."""
-FALLBACKS = ("ran_out_of_steps", "abandoned")
+FALLBACKS = ("ran_out_of_steps", "abandoned", "finished_wrong")
 """Labels that name no mistake: how a failed episode ended when nothing was to blame."""
 
 BAD_REFERENCE = frozenset(
@@ -173,7 +176,7 @@ def diagnose(
     (the warehouse does; replaying is most of the cost)."""
     r = replayed if replayed is not None else replay(records)
     outcome = r.outcome
-    if outcome not in ("timeout", "abandoned"):
+    if outcome not in ("timeout", "abandoned", "failure"):
         return None
     ep = _Episode(r, outcome)
     suspects = [
@@ -667,10 +670,23 @@ class _Episode:
     # ------------------------------------------------------------------ requests
 
     def requests(self) -> Iterator[_Suspect]:
+        damage = self.collateral(len(self.steps) - 1)
         for i, a, defects in self._all_requests():
             if a.approval_type not in self.allowed:
                 yield self._unwanted(i, a)
                 continue
+            tag = f"{a.approval_id}:{a.approval_type}"
+            for kind, what in (
+                ("object", "about another ticket or dataset than the task's"),
+                ("duplicate", "while a request for the same thing was still live (a hedge)"),
+            ):
+                if f"{tag}:{kind}" in damage:
+                    yield _Suspect(
+                        "collateral_damage",
+                        self.steps[i].step,
+                        f"requested {a.approval_type} ({a.approval_id}) {what}",
+                        _never,
+                    )
             for label, detail in defects:
                 yield _Suspect(
                     label,
@@ -757,7 +773,7 @@ class _Episode:
             return []
         if a.approval_type == "data_access":
             if self._dataset(a) not in self.goal.access:
-                return []  # access to something else: no use, but no harm either
+                return []  # access to something else: collateral damage (`requests`)
             return self._routing(i, a)
         out: list[tuple[str, str]] = []
         ev = a.evidence
@@ -931,6 +947,12 @@ class _Episode:
         if self.outcome == "abandoned":
             return Mistake(
                 "abandoned", None, f"quit after {n} steps with {len(done)} of {total} milestones"
+            )
+        if self.outcome == "failure":
+            return Mistake(
+                "finished_wrong",
+                n,
+                f"finished at step {n} with {len(done)} of {total} milestones",
             )
         gained = [s.step for s in self.steps if s.score.gained]
         last = f"; last progress at step {gained[-1]}" if gained else "; no progress yet"

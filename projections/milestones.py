@@ -58,6 +58,7 @@ class MilestoneGraph:
         self.success_id = milestones[-1].id
         self._memo: list[tuple[Any, bool]] = [(_NOTHING, False)] * len(milestones)
         self._phi: dict[tuple[int, frozenset[str]], tuple[Any, float]] = {}
+        self._damage: tuple[Any, Any, int] = (_NOTHING, _NOTHING, 0)
 
     def __iter__(self) -> Iterator[Milestone]:
         return iter(self.milestones)
@@ -86,6 +87,16 @@ class MilestoneGraph:
             if value and done.issuperset(m.prereqs):
                 done.add(m.id)
         return frozenset(done)
+
+    def damage(self, world: World) -> int:
+        """How many things the agent changed or asked for that the task did not call for
+        (`goals.collateral`), re-counted only when tickets or approvals changed."""
+        tickets, approvals, n = self._damage
+        if world.tickets is tickets and world.approvals is approvals:
+            return n
+        n = len(goals.collateral(world)) if world.task is not None else 0
+        self._damage = (world.tickets, world.approvals, n)
+        return n
 
     def potential(self, done: frozenset[str], profile: Any) -> float:
         """The weight of the milestones in ``done`` (a task sees only a few distinct sets)."""

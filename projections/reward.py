@@ -15,6 +15,7 @@ from typing import Any, NamedTuple
 
 from pydantic import BaseModel, ConfigDict
 
+from companyos.domain import goals
 from companyos.domain.model import World
 from companyos.events.types import Event
 
@@ -46,6 +47,11 @@ class RewardProfile(BaseModel):
     approval)."""
     clean: float = 0.0
     """No collateral damage: a gate on the last milestone, worth nothing by itself."""
+    collateral: float = -1.0
+    """Each thing changed or requested that the task did not call for (`goals.collateral`),
+    as a term of the potential: undoing a reversible change gives it back, a request cannot be
+    withdrawn. A successful episode ends with none, so this never touches a success; it makes
+    damage cost something in an episode that fails."""
     failed_call: float = -0.3
     hallucinated_tool: float = -1.0
     rejection: float = -0.5
@@ -57,6 +63,8 @@ class RewardProfile(BaseModel):
     chance_rejection: float = 0.0
     """A correct request rejected by chance; the original charged -0.5 for every rejection."""
     success: float = 15.0
+    failure: float = -5.0
+    """The work finished but not right (a wrong decision, an approval that does not count)."""
     timeout: float = -5.0
     abandon: float = -5.0
     penalty_budget: float = 15.0
@@ -91,6 +99,8 @@ class ScoreState(NamedTuple):
     total: float = 0.0
     penalties: float = 0.0
     shortcut_attempts: int = 0
+    damage: int = 0
+    """Collateral damage standing after the step (`MilestoneGraph.damage`)."""
 
 
 class StepScore(NamedTuple):
@@ -109,16 +119,6 @@ SHORTCUT_CAUSES = frozenset({"ticket_unverified", "data_mismatch", "wrong_approv
 
 def potential(done: frozenset[str], graph: MilestoneGraph, profile: RewardProfile) -> float:
     return graph.potential(done, profile)
-
-
-def _same_apps(a: World, b: World) -> bool:
-    """The very same app states (a read step): milestones cannot have changed."""
-    return (
-        a.tickets is b.tickets
-        and a.metrics is b.metrics
-        and a.approvals is b.approvals
-        and a.people is b.people
-    )
 
 
 def initial_score(world: World, graph: MilestoneGraph, profile: RewardProfile) -> ScoreState:
@@ -196,19 +196,21 @@ def score_step(
     profile: RewardProfile,
     before: World | None = None,
 ) -> tuple[ScoreState, StepScore]:
-    """Score one step given the world after it and the events it caused (``before``, the
-    world before the step, only lets a read step skip re-evaluating the milestones)."""
-    if before is not None and _same_apps(before, world):
+    """Score one step given the world after it and the events it caused. Every step
+    re-evaluates the milestones, a read included: time passes on every step, and data that has
+    gone stale no longer counts as read fresh (``before`` is accepted for callers that pass
+    it; it no longer lets a step skip anything)."""
+    done = graph.achieved(world)
+    if done == prev.achieved:
         done, phi = prev.achieved, prev.phi
     else:
-        done = graph.achieved(world)
-        if done == prev.achieved:
-            done, phi = prev.achieved, prev.phi
-        else:
-            phi = graph.potential(done, profile)
+        phi = graph.potential(done, profile)
+    damage = graph.damage(world)
     terms: dict[str, float] = {"step": profile.step_cost}
     if phi != prev.phi:
         terms["progress"] = phi - prev.phi
+    if damage != prev.damage and profile.collateral:
+        terms["collateral"] = profile.collateral * (damage - prev.damage)
     penalties, shortcuts = penalty_terms(events, world, profile)
     spent = 0.0
     if penalties:
@@ -222,12 +224,19 @@ def score_step(
     if graph.success_id in done:
         outcome = "success"
         terms["success"] = profile.success
+    elif world.task is not None and goals.finished(world):
+        # The work is over but not right: charged like running out of time, so that ending
+        # early on a wrong answer never beats working on.
+        outcome = "failure"
+        terms["failure"] = profile.failure
     elif world.info is not None and world.step >= world.info.max_steps:
         outcome = "timeout"
         terms["timeout"] = profile.timeout
     reward = round(sum(terms.values()), 6)
     total = round(prev.total + reward, 6)
-    state = ScoreState(phi, done, total, prev.penalties + spent, prev.shortcut_attempts + shortcuts)
+    state = ScoreState(
+        phi, done, total, prev.penalties + spent, prev.shortcut_attempts + shortcuts, damage
+    )
     if done is prev.achieved:
         return state, StepScore(reward, total, terms, [], [], outcome, done)
     gained = [i for i in graph.ids if i in done and i not in prev.achieved]
@@ -241,8 +250,8 @@ def dominance_margin(
     """Lowest possible successful return minus highest possible failed one (> 0 is safe).
 
     Success: every milestone, the success bonus, every step paid, the whole penalty budget
-    spent. Failure: every milestone but the last, no penalties, and the milder of a timeout
-    after all steps or an abandonment at once."""
+    spent. Failure: every milestone but the last, no penalties, no damage, and the mildest of a
+    timeout after all steps, an abandonment at once or a wrong finish after one step."""
     phi_all = graph.potential(frozenset(graph.ids), profile)
     phi_fail = phi_all - profile.weight(graph[-1].kind)
     worst_success = (
@@ -255,6 +264,10 @@ def dominance_margin(
     best_failure = (
         phi_fail
         - initial_phi
-        + max(profile.timeout + max_steps * profile.step_cost, profile.abandon)
+        + max(
+            profile.timeout + max_steps * profile.step_cost,
+            profile.abandon,
+            profile.failure + profile.step_cost,
+        )
     )
     return worst_success - best_failure

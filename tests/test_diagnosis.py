@@ -82,7 +82,9 @@ def test_the_taxonomy_is_complete_stable_and_documented():
 
 
 def test_every_label_has_a_mistake_agent():
-    assert set(MISTAKE_AGENTS) == set(LABELS)
+    # `finished_wrong` is a safety net for a failure nothing more specific explains: every
+    # agent that finishes wrong makes a mistake some other label names.
+    assert set(MISTAKE_AGENTS) == set(LABELS) - {"finished_wrong"}
     env = CompanyOSEnvironment()
     for label, factory in MISTAKE_AGENTS.items():
         agent = factory(env)
@@ -92,7 +94,7 @@ def test_every_label_has_a_mistake_agent():
 # ---------------------------------------------------------------------------- each mistake
 
 
-@pytest.mark.parametrize("label", list(LABELS))
+@pytest.mark.parametrize("label", [x for x in LABELS if x != "finished_wrong"])
 def test_each_mistake_agent_gets_its_label_at_the_step_it_made_it(label):
     found = find_instances(label, 2)
     assert len(found) == 2, f"no instance where {label} can be made"
@@ -100,7 +102,7 @@ def test_each_mistake_agent_gets_its_label_at_the_step_it_made_it(label):
         env = CompanyOSEnvironment()
         agent = MISTAKE_AGENTS[label](env)
         r = play(env, agent, seed=seed, task_id=family, difficulty=difficulty)
-        assert r.outcome in ("timeout", "abandoned"), (label, family, difficulty, seed)
+        assert r.outcome in ("failure", "timeout", "abandoned"), (label, family, difficulty, seed)
         m = diagnosed(env, r.episode_id)
         assert m is not None
         check_shape(m, r.steps)

@@ -37,10 +37,13 @@ def test_reset_observation_carries_everything_a_client_needs():
     assert obs.task.startswith("Process expense report")
     assert obs.step == 0 and obs.max_steps >= 18 and obs.steps_remaining == obs.max_steps
     assert obs.instance_id == "expense_report-d1-s42" and obs.time == "Mon 09:00"
-    assert list(obs.progress)[-2:] == ["clean", "approved:expense_report"]
-    assert obs.progress["approved:expense_report"] is False and obs.progress["clean"] is True
+    # The agent is shown nothing of the grader: the milestones are the trainer's (`state`).
+    assert obs.progress == {}
+    assert not {"cumulative_return", "shortcut_attempts"} & set(obs.model_dump())
+    assert list(env.state.progress)[-2:] == ["clean", "approved:expense_report"]
+    assert env.state.progress["approved:expense_report"] is False
     assert {t["name"] for t in obs.tools} == {t.name for t in TOOLS.values()}
-    assert obs.done is False and obs.reward is None and obs.cumulative_return == 0.0
+    assert obs.done is False and obs.reward is None and env.state.cumulative_return == 0.0
     step = env.step(CompanyOSAction(app="ticketdesk", method="list_tickets"))
     assert step.tools == [] and step.step == 1 and step.steps_remaining == 17
     # Everything is a real field: nothing rides in metadata (OpenEnv drops it on the wire).
@@ -160,9 +163,7 @@ def test_fast_observation_equals_validated():
         last_result={"k": [1]},
         message="m",
         error=None,
-        cumulative_return=0.5,
         outcome=None,
-        shortcut_attempts=0,
         tools=[],
     )
     fast = observation_from(dict(values))

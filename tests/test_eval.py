@@ -200,7 +200,7 @@ def test_help_describes_every_agent_and_output(capsys):
 @pytest.mark.parametrize(
     ("args", "says"),
     [
-        (["--agent", "gpt"], "unknown agent 'gpt': choose from random, naive, oracle, llm"),
+        (["--agent", "gpt"], "unknown agent 'gpt': choose from random, naive, honest, oracle, llm"),
         (["--suite", "test"], "name at least one agent with --agent"),
         (["--agent", "oracle", "--family", "payroll"], "unknown family 'payroll'"),
         (

@@ -92,7 +92,7 @@ def test_episode_started_v1_is_upcast_on_read(tmp_path):
 
 def test_newer_or_unknown_versions_are_refused():
     with pytest.raises(UnknownEventType):
-        upcast("EpisodeStarted", 3, {})
+        upcast("EpisodeStarted", 4, {})
     with pytest.raises(UnknownEventType):
         upcast("Teleported", 1, {})
 

@@ -45,7 +45,7 @@ def check_live_equals_fold(
         assert r.world == ep.world
         assert r.score == ep.score
         assert cached_rewards(records) == [s.score.reward for s in r.steps]
-        assert obs.cumulative_return == ep.score.total
+        assert env.state.cumulative_return == ep.score.total
         assert ep.version == records[-1].seq
         if obs.done:
             break

@@ -87,12 +87,14 @@ def test_out_of_order_progress_counts_only_when_prerequisites_hold():
     # The wrong object: verifying another ticket earns nothing (and is collateral damage).
     other = next(t for t in world(env).tickets if t != tid)
     obs = update(env, other, "verified", True)
-    assert obs.reward == pytest.approx(-0.1) and obs.progress["clean"] is False
-    update(env, other, "verified", False)
+    assert obs.reward == pytest.approx(-0.1 - 1.0) and env.state.progress["clean"] is False
+    assert env.state.collateral == [f"{other}.verified"]
+    # Putting it back gives the damage's cost back (collateral is a term of the potential).
+    assert update(env, other, "verified", False).reward == pytest.approx(-0.1 + 1.0)
     # Submitting before verifying earns nothing: the request would be rejected (unverified).
     obs = submit(env)
     assert obs.reward == pytest.approx(-0.1)
-    assert obs.progress["submitted:vendor_onboarding"] is False
+    assert env.state.progress["submitted:vendor_onboarding"] is False
     poll_until_decided(env, obs.last_result["approval_id"])
     assert world(env).approvals[obs.last_result["approval_id"]].status == "rejected"
     assert update(env, tid, "verified", True).reward == pytest.approx(1.4)
@@ -103,10 +105,13 @@ def test_losing_a_prerequisite_takes_the_credit_back():
     tid = main_ticket(env)
     update(env, tid, "verified", True)
     obs = submit(env)
-    assert obs.reward == pytest.approx(1.9) and obs.progress["submitted:vendor_onboarding"]
+    assert obs.reward == pytest.approx(1.9) and env.state.progress["submitted:vendor_onboarding"]
     obs = update(env, tid, "verified", False)
-    assert obs.reward == pytest.approx(-0.1 - 1.5 - 2.0)
-    assert not obs.progress["submitted:vendor_onboarding"]
+    assert not env.state.progress["submitted:vendor_onboarding"]
+    # At difficulty 0 the CFO decides at once: the request is approved as the ticket loses
+    # its verification, so the work is over, and not right: a failure.
+    assert obs.done and obs.outcome == "failure"
+    assert obs.reward == pytest.approx(-0.1 - 1.5 - 2.0 - 5.0)
 
 
 def test_penalties_and_budget():
@@ -127,11 +132,12 @@ def test_irreversible_mistakes_cost_more():
     update(env, tid, "status", "blocked")
     obs = update(env, tid, "status", "closed")
     assert obs.error == "blocked_ticket_close"
-    assert obs.reward == pytest.approx(-2.1) and obs.shortcut_attempts == 1
+    assert obs.reward == pytest.approx(-2.1) and env.state.shortcut_attempts == 1
     env = env_at("handbook_update", difficulty=0)
     tid = main_ticket(env)
     obs = update(env, tid, "status", "closed")
-    assert obs.reward == pytest.approx(-2.1)
+    # Closing the task's ticket early: the irreversible charge, and the damage it does.
+    assert obs.reward == pytest.approx(-2.1 - 1.0)
     assert update(env, tid, "verified", True).error == "ticket_closed"
 
 

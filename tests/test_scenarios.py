@@ -277,8 +277,8 @@ def probe_duplicate_ticket(env: CompanyOSEnvironment, c: ChaosInjected) -> None:
     hits = retry(td, env, "search_tickets", query=original.title).last_result["tickets"]
     assert {c.target, c.params["of"]} <= {t["ticket_id"] for t in hits}
     # Working on the duplicate is not working on the task: it is collateral damage.
-    obs = retry(update, env, c.target, "verified", True)
-    assert obs.progress["clean"] is False
+    retry(update, env, c.target, "verified", True)
+    assert env.state.progress["clean"] is False
     retry(update, env, c.target, "verified", False)
 
 
@@ -377,6 +377,11 @@ def test_set_up_chaos_is_injected_visible_and_recoverable(kind):
     assert c.params or kind == "approval_sla"
     assert kind in world(env).chaos.kinds
     STATIC[kind](env, c)
+    if kind == "approval_sla":
+        # A request left with someone who is away is damage that cannot be undone (requests are
+        # never withdrawn): recovery is shown from the start of the same instance.
+        assert any(x.endswith(":approver") for x in env.state.collateral)
+        env.reset(fork_from=env.episode.id, at_step=0)
     recover(env)
 
 
@@ -484,24 +489,24 @@ def test_approvals_are_decided_by_the_clock_not_by_polling():
 
 
 def test_success_is_a_predicate_on_the_final_world_not_a_script():
-    """Two different orders of the same work both succeed; the same work plus collateral
-    damage does not, until the damage is undone."""
-    env = CompanyOSEnvironment()
-    obs = env.reset(seed=8, task_id="handbook_update", difficulty=0)
-    oracle = in_process_oracle(env)
-    tid = main_ticket(env)
-    other = next(t for t in world(env).tickets if t != tid)
-    update(env, other, "priority", "critical")  # collateral damage first
-    while not obs.done:
-        obs = env.step(oracle.act(obs))
-        if world(env).approvals and all(
-            a.status == "approved" for a in world(env).approvals.values()
-        ):
-            break
-    assert not success(world(env)) and collateral(world(env)) == [f"{other}.priority"]
-    old = world(env).baseline[other].priority
-    obs = update(env, other, "priority", old)
-    assert obs.done and obs.outcome == "success"
+    """The same work succeeds or fails by what the world holds when it is finished: with
+    collateral damage standing when the approval comes through it is a failure; the same
+    damage undone before then is no damage at all."""
+    for undo in (False, True):
+        env = CompanyOSEnvironment()
+        obs = env.reset(seed=8, task_id="handbook_update", difficulty=0)
+        oracle = in_process_oracle(env)
+        tid = main_ticket(env)
+        other = next(t for t in world(env).tickets if t != tid)
+        old = world(env).tickets[other].priority
+        update(env, other, "priority", "critical")  # collateral damage first
+        assert collateral(world(env)) == [f"{other}.priority"]
+        if undo:
+            update(env, other, "priority", old)
+        while not obs.done:
+            obs = env.step(oracle.act(obs))
+        assert obs.outcome == ("success" if undo else "failure")
+        assert success(world(env)) is undo
 
 
 def test_a_decline_task_fails_if_the_request_is_pushed_through():
@@ -521,7 +526,7 @@ def test_a_decline_task_fails_if_the_request_is_pushed_through():
         data=request_data(env, "vendor_onboarding"),
     )
     assert obs.error is None
-    assert collateral(world(env)) and obs.progress["clean"] is False
+    assert collateral(world(env)) and env.state.progress["clean"] is False
     recover_fails = in_process_oracle(env)
     obs = td(env, "list_tickets")
     while not obs.done:

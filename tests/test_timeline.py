@@ -9,6 +9,7 @@ import pytest
 
 from companyos.agents import RandomAgent, in_process_oracle
 from companyos.api import CompanyOSEnvironment, CompanyOSObservation
+from companyos.api.models import CompanyOSState
 from companyos.events.types import ChaosInjected, FaultInjected, StepScored, ToolCalled
 from companyos.projections import render_world, replay
 from companyos.projections.timeline import Diagnosis, FailureLabel, timeline, world_changes
@@ -59,13 +60,14 @@ def test_plain_lists_and_new_keys():
 
 def play_recording(
     env: CompanyOSEnvironment, agent: Any, **reset: Any
-) -> tuple[str, list[CompanyOSObservation]]:
+) -> tuple[str, list[tuple[CompanyOSObservation, CompanyOSState]]]:
     obs = env.reset(**reset)
     agent.reset(obs)
     seen = []
     while not obs.done:
         obs = env.step(agent.act(obs))
-        seen.append(obs)
+        # The trainer's view beside the agent's: the return and milestones live in `state`.
+        seen.append((obs, env.state))
     assert obs.episode_id is not None
     return obs.episode_id, seen
 
@@ -91,7 +93,7 @@ def test_each_step_is_what_the_agent_saw_and_earned(task, difficulty, seed, poli
 
     calls = [r.event for r in records if isinstance(r.event, ToolCalled)]
     scored = [r.event for r in records if isinstance(r.event, StepScored)]
-    for s, obs, call, cache in zip(steps, seen, calls, scored, strict=True):
+    for s, (obs, state), call, cache in zip(steps, seen, calls, scored, strict=True):
         # What the live environment told the agent, re-rendered from the log.
         assert (s["message"], s["error"], s["result"]) == (obs.message, obs.error, obs.last_result)
         assert s["call"] == {
@@ -101,14 +103,14 @@ def test_each_step_is_what_the_agent_saw_and_earned(task, difficulty, seed, poli
             "refused": call.refused,
         }
         assert s["reward"] == pytest.approx(obs.reward) == pytest.approx(cache.reward)
-        assert s["return"] == pytest.approx(obs.cumulative_return)
+        assert s["return"] == pytest.approx(state.cumulative_return)
         assert (s["gained"], s["lost"]) == (cache.gained, cache.lost)
-        assert s["progress"] == obs.progress
+        assert s["progress"] == state.progress and obs.progress == {}
     total = 0.0
     for s in steps:
         total += s["reward"]
         assert s["return"] == pytest.approx(total)
-    assert steps[-1]["outcome"] == t["episode"]["outcome"] == seen[-1].outcome
+    assert steps[-1]["outcome"] == t["episode"]["outcome"] == seen[-1][0].outcome
 
 
 def timeless(world: dict) -> dict:

@@ -42,7 +42,7 @@ CREATE TABLE IF NOT EXISTS episodes (
     seed             BIGINT  NOT NULL,
     difficulty       INTEGER NOT NULL,
     agent            VARCHAR,           -- EpisodeStarted.agent (NULL: not said)
-    outcome          VARCHAR,           -- success | timeout | abandoned | NULL (still running)
+    outcome          VARCHAR,           -- success | failure | timeout | abandoned | NULL (running)
     success          BOOLEAN NOT NULL,
     total_return     DOUBLE  NOT NULL,
     steps            INTEGER NOT NULL,

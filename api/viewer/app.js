@@ -701,7 +701,7 @@ function copyable(label, text, id) {
 }
 
 function forkPanel(k, episode) {
-  const ended = k === ep.data.steps.length && (episode.outcome === "success" || episode.outcome === "timeout");
+  const ended = k === ep.data.steps.length && (episode.outcome === "success" || episode.outcome === "failure" || episode.outcome === "timeout");
   const result = h("div", { id: "fork-result" });
   const button = h(
     "button",

@@ -48,6 +48,10 @@ class Draft:
     stale_values: dict[str, float] = field(default_factory=dict)
     """What a stale cache of each task metric serves."""
     base_steps: int = 20
+    hidden: str | None = None
+    """The draw (a purpose of the family's `Draw`) that decides which way the task goes (qualify
+    or decline, above or below a threshold). The step budget is the larger of both ways, so
+    that the budget says nothing of the answer."""
 
 
 class Family(Protocol):
@@ -94,6 +98,31 @@ def open_ticket(
         assignee=assignee,
         status="open",
     )
+
+
+def must(
+    priority: str | None = None,
+    assignee: str | None = None,
+    *,
+    verify: bool = False,
+    unblocked: bool = False,
+    resolved: bool = False,
+) -> str:
+    """What a ticket must look like, in words: every value the goal checks is stated, so the
+    task can be done from what it says even after chaos has wiped a field."""
+    parts = []
+    if unblocked:
+        parts.append("not be blocked")
+    if priority:
+        parts.append(f"have priority '{priority}'")
+    if assignee:
+        parts.append(f"be assigned to {assignee}")
+    if resolved:
+        parts.append("be resolved")
+    if verify:
+        parts.append("be verified")
+    words = ", ".join(parts[:-1]) + (" and " if len(parts) > 1 else "") + parts[-1]
+    return f"must {words}"
 
 
 def task_ticket(tid: str, priority: str, assignee: str, *, verify: bool = True) -> TicketGoal:

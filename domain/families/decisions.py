@@ -8,7 +8,7 @@ from companyos.events.types import ApprovalGoal, Criterion, Goal, TicketGoal
 
 from ..chaos import ChaosProfile
 from ..company import Company, Draw, approval_type, metric, slug, ticket_id
-from .base import Draft, away, missing, open_ticket, stale, task_ticket
+from .base import Draft, away, missing, must, open_ticket, stale, task_ticket
 from .originals import PURPOSES, VENDORS
 
 
@@ -46,16 +46,19 @@ class VendorRiskReview:
                 decision="decline",
             )
         goal = goal.model_copy(
-            update={"criterion": Criterion(metric=m, op=">=", threshold=threshold)}
+            update={
+                "criterion": Criterion(metric=m, op=">=", threshold=threshold),
+                "finish": ("vendor_onboarding",),
+            }
         )
         text = (
             f"{vendor} wants to become a vendor (ticket {tid}). Policy: only vendors whose "
             f"current compliance score is at least {threshold:g} may be onboarded. If {vendor} "
-            "qualifies, make sure the ticket has priority 'high' and is verified, get a "
+            f"qualifies, ticket {tid} {must('high', owner, verify=True)}; then get a "
             "vendor_onboarding approval from the CFO, or whoever is covering for them, with the "
             "ticket id, the vendor's name and the compliance score, and see it through to "
-            "approval. If it does not, decline: set the ticket's resolution to 'declined' and "
-            "request no approval."
+            "approval. If it does not, decline: set the ticket's resolution to 'declined', "
+            "change nothing else on it and request no approval."
         )
         return Draft(
             text=text,
@@ -80,11 +83,12 @@ class VendorRiskReview:
                 )
             ],
             types=[approval_type("vendor_onboarding", {"compliance_score": m})],
-            roles=("cfo",) if qualifies else (),
+            roles=("cfo",),
             original=[stale(m, served, 4), away(company, "cfo")],
             extra=[missing(tid, "priority")],
             stale_values={m: served},
             base_steps=18,
+            hidden="qualifies",
         )
 
 
@@ -124,14 +128,18 @@ class ExpenseAudit:
                 decision="flag",
             )
         goal = goal.model_copy(
-            update={"criterion": Criterion(metric=m_amount, op="<=", against=m_limit)}
+            update={
+                "criterion": Criterion(metric=m_amount, op="<=", against=m_limit),
+                "finish": ("expense_report",),
+            }
         )
         text = (
             f"Audit expense report {exp} (ticket {tid}) from {employee}. If the claimed amount "
-            "is within the expense policy limit in DataHub, verify the ticket and get an "
-            "expense_report approval from the CFO, or whoever is covering for them, with the "
-            "ticket id, the employee and the amount, and see it through to approval. If it is "
-            "over the limit, flag it for review: set the ticket's resolution to 'flagged' and "
+            "is within the expense policy limit in DataHub (at most the limit), ticket "
+            f"{tid} {must('medium', employee, verify=True)}; then get an expense_report approval "
+            "from the CFO, or whoever is covering for them, with the ticket id, the employee and "
+            "the amount, and see it through to approval. If it is over the limit, flag it for "
+            "review: set the ticket's resolution to 'flagged', change nothing else on it and "
             "request no approval."
         )
         return Draft(
@@ -163,9 +171,10 @@ class ExpenseAudit:
                 ),
             ],
             types=[approval_type("expense_report", {"amount": m_amount})],
-            roles=("cfo",) if within else (),
+            roles=("cfo",),
             original=[stale(m_amount, served, 3), away(company, "cfo")],
             extra=[missing(tid, "priority")],
             stale_values={m_amount: served},
             base_steps=18,
+            hidden="within",
         )

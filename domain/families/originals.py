@@ -9,7 +9,7 @@ from companyos.events.types import ApprovalGoal, Goal, TicketGoal
 
 from ..chaos import ChaosProfile
 from ..company import SERVICES, Company, Draw, approval_type, metric, slug, ticket_id
-from .base import Draft, away, blocked, missing, open_ticket, stale, task_ticket
+from .base import Draft, away, blocked, missing, must, open_ticket, stale, task_ticket
 
 VENDORS = (
     "Northwind Analytics",
@@ -76,11 +76,11 @@ class VendorOnboarding:
             approvals=(ApprovalGoal(approval_type="vendor_onboarding", data={"vendor": vendor}),),
         )
         text = (
-            f"Onboard the vendor {vendor} (ticket {tid}). The ticket must have priority 'high' "
-            "and be verified. Confirm the vendor's compliance score in DataHub is current, then "
-            "get a vendor_onboarding approval from the CFO, or whoever is covering for them, "
-            "with the ticket id, the vendor's name and the compliance score, and see it through "
-            "to approval."
+            f"Onboard the vendor {vendor} (ticket {tid}). Ticket {tid} "
+            f"{must('high', owner, verify=True)}. Confirm the vendor's compliance score in "
+            "DataHub is current, then get a vendor_onboarding approval from the CFO, or whoever "
+            "is covering for them, with the ticket id, the vendor's name and the compliance "
+            "score, and see it through to approval."
         )
         return Draft(
             text=text,
@@ -136,10 +136,10 @@ class ExpenseReport:
             approvals=(ApprovalGoal(approval_type="expense_report", data={"employee": employee}),),
         )
         text = (
-            f"Process expense report {exp} (ticket {tid}) for {employee}. Verify the ticket, "
-            "confirm the claimed amount in DataHub, then get an expense_report approval from "
-            "the CFO, or whoever is covering for them, with the ticket id, the employee and the "
-            "amount, and see it through to approval."
+            f"Process expense report {exp} (ticket {tid}) for {employee}. Ticket {tid} "
+            f"{must('medium', employee, verify=True)}. Confirm the claimed amount in DataHub, "
+            "then get an expense_report approval from the CFO, or whoever is covering for them, "
+            "with the ticket id, the employee and the amount, and see it through to approval."
         )
         served = round(amount * draw.number("served", 0.7, 0.9, 3), 2)
         return Draft(
@@ -190,11 +190,11 @@ class BugEscalation:
             approvals=(ApprovalGoal(approval_type="bug_escalation", data={"service": service}),),
         )
         text = (
-            f"Escalate the {service} login outage (ticket {tid}) to the CTO. The ticket must not "
-            f"be blocked and must be assigned to {oncall}, the on-call engineer. Check the "
-            f"current {service} error rate in DataHub, then get a bug_escalation approval from "
-            "the CTO, or whoever is covering for them, with the ticket id, the service and the "
-            "error rate, and see it through to approval."
+            f"Escalate the {service} login outage (ticket {tid}) to the CTO. Ticket {tid} "
+            f"{must('critical', oncall, unblocked=True)} ({oncall} is the on-call engineer). "
+            f"Check the current {service} error rate in DataHub, then get a bug_escalation "
+            "approval from the CTO, or whoever is covering for them, with the ticket id, the "
+            "service and the error rate, and see it through to approval."
         )
         served = draw.number("served", 0.5, 2.5, 1)
         return Draft(
@@ -249,10 +249,11 @@ class LicenseRenewal:
             approvals=(ApprovalGoal(approval_type="license_renewal", data={"license": product}),),
         )
         text = (
-            f"Renew the {product} licence (ticket {tid}). Verify the ticket, check how many "
-            "days remain before the licence expires in DataHub, then get a license_renewal "
-            "approval from Procurement, or whoever is covering for them, with the ticket id, "
-            "the licence and the days to expiry, and see it through to approval."
+            f"Renew the {product} licence (ticket {tid}). Ticket {tid} "
+            f"{must('medium', owner, verify=True)}. Check how many days remain before the "
+            "licence expires in DataHub, then get a license_renewal approval from Procurement, "
+            "or whoever is covering for them, with the ticket id, the licence and the days to "
+            "expiry, and see it through to approval."
         )
         return Draft(
             text=text,
@@ -295,7 +296,7 @@ class HandbookUpdate:
         )
         text = (
             f"Publish the revised {section} section of the employee handbook (ticket {tid}). "
-            "The ticket must have priority 'medium' and be verified; then get a handbook_update "
+            f"Ticket {tid} {must('medium', owner, verify=True)}; then get a handbook_update "
             "approval from the HR Lead, or whoever is covering for them, with the ticket id and "
             f"the section ({section}), and see it through to approval."
         )

@@ -6,18 +6,29 @@ from companyos.events.types import ApprovalGoal, Goal, TicketGoal
 
 from ..chaos import ChaosProfile
 from ..company import SERVICES, Company, Draw, approval_type, metric, slug, ticket_id
-from .base import ChaosItem, Draft, away, blocked, missing, open_ticket, stale, task_ticket
+from .base import (
+    ChaosItem,
+    Draft,
+    away,
+    blocked,
+    missing,
+    must,
+    open_ticket,
+    stale,
+    task_ticket,
+)
 from .originals import VENDORS
 
 
 class PurchaseOrder:
-    """The approval chain depends on a threshold read from DataHub: the engineering manager
-    signs every order, the CFO also signs those above the threshold, naming the manager's
-    approved request."""
+    """The approval chain depends on a threshold read from DataHub: an order above it needs
+    the CFO's sign-off first, and the engineering manager's approval, which every order needs
+    and which releases it, then names the CFO's. Either way the manager's approval ends the
+    work, so the episode's end says nothing of which way the threshold fell."""
 
     name = "purchase_order"
     title = "Purchase order"
-    summary = "Manager approval, then the CFO's too if the amount is above the policy threshold."
+    summary = "Manager approval; above the policy threshold, the CFO's sign-off first."
     original = False
 
     def draft(self, draw: Draw, company: Company, taken: set[str], level: ChaosProfile) -> Draft:
@@ -30,22 +41,28 @@ class PurchaseOrder:
         factor = draw.number("factor", 1.1, 3.0, 3) if above else draw.number("factor", 0.2, 0.9, 3)
         amount = round(threshold * factor, 2)
         m_amount, m_policy = f"po_amount.{slug(po)}", "policy.po_cfo_threshold"
-        approvals = [ApprovalGoal(approval_type="purchase_order", data={"vendor": vendor})]
+        manager = ApprovalGoal(approval_type="purchase_order", data={"vendor": vendor})
+        approvals = [manager]
         if above:
-            approvals.append(ApprovalGoal(approval_type="purchase_order_cfo"))
+            approvals.insert(
+                0, ApprovalGoal(approval_type="purchase_order_cfo", data={"vendor": vendor})
+            )
         goal = Goal(
             tickets=(task_ticket(tid, "medium", owner),),
             metrics=(m_amount, m_policy),
             approvals=tuple(approvals),
+            finish=("purchase_order",),
         )
         text = (
-            f"Raise purchase order {po} to {vendor} (ticket {tid}). Verify the ticket and get the "
-            "order approved under the purchase policy: a purchase_order approval from the "
-            "Engineering Manager, or whoever is covering for them, with the ticket id, the vendor "
-            "and the amount; orders above the CFO threshold in DataHub then also need a "
-            "purchase_order_cfo approval from the CFO, or whoever is covering, naming the "
-            "manager's approved request. Do not ask for approvals the policy does not require. "
-            "See it through."
+            f"Raise purchase order {po} to {vendor} (ticket {tid}). Ticket {tid} "
+            f"{must('medium', owner, verify=True)}. Under the purchase policy, an order whose "
+            "amount is above the CFO threshold in DataHub first needs a purchase_order_cfo "
+            "approval from the CFO, or whoever is covering for them, with the ticket id, the "
+            "vendor and the amount. Every order then needs a purchase_order approval from the "
+            "Engineering Manager, or whoever is covering for them, with the ticket id, the "
+            "vendor, the amount and, only for an order above the threshold, the CFO's approved "
+            "request. Do not ask for approvals the policy does not require. See it through to "
+            "the manager's approval."
         )
         # A stale cache of the policy still shows last year's threshold: on the other side of
         # this order's amount.
@@ -76,11 +93,12 @@ class PurchaseOrder:
                 approval_type("purchase_order", {"amount": m_amount}),
                 approval_type("purchase_order_cfo", {"amount": m_amount}),
             ],
-            roles=("eng_manager", "cfo") if above else ("eng_manager",),
+            roles=("eng_manager", "cfo"),
             original=[stale(m_policy, old_policy, 30), away(company, "eng_manager")],
             extra=[missing(tid, "priority"), away(company, "cfo")],
             stale_values={m_policy: old_policy, m_amount: round(amount * 0.9, 2)},
-            base_steps=22 if above else 18,
+            base_steps=22,
+            hidden="above",
         )
 
 
@@ -109,10 +127,10 @@ class DataAccessRequest:
             approvals=(ApprovalGoal(approval_type="finance_report", data={"report": report}),),
         )
         text = (
-            f"Prepare the {report} (ticket {tid}). Verify the ticket, take the payroll cost from "
-            "DataHub, and get a finance_report approval from the CFO, or whoever is covering for "
-            "them, with the ticket id, the report's name and the payroll cost. See it through to "
-            "approval."
+            f"Prepare the {report} (ticket {tid}). Ticket {tid} "
+            f"{must('medium', owner, verify=True)}. Take the payroll cost from DataHub and get "
+            "a finance_report approval from the CFO, or whoever is covering for them, with the "
+            "ticket id, the report's name and the payroll cost. See it through to approval."
         )
         return Draft(
             text=text,
@@ -163,8 +181,8 @@ class IncidentEscalation:
             ),
         )
         text = (
-            f"{service} is failing for most customers (ticket {tid}). Make {commander} the "
-            "incident commander (the ticket's assignee) with priority 'critical', check the "
+            f"{service} is failing for most customers (ticket {tid}). Ticket {tid} "
+            f"{must('critical', commander)} ({commander} is the incident commander). Check the "
             f"current {service} error rate in DataHub, and escalate to the CTO, or whoever is "
             "covering for them, with an incident_escalation request carrying the ticket id, the "
             "service and the error rate. See it through to approval."
@@ -237,10 +255,11 @@ class ContractRenewal:
             ),
         )
         text = (
-            f"Renew our contract with {party} (ticket {tid}). Verify the ticket and get a "
-            "contract_renewal approval from Legal, or whoever is covering for them, with the "
-            "ticket id, the counterparty and the contract's annual value as DataHub's system of "
-            "record has it now. See it through to approval."
+            f"Renew our contract with {party} (ticket {tid}). Ticket {tid} "
+            f"{must('medium', owner, verify=True)}. Get a contract_renewal approval from Legal, "
+            "or whoever is covering for them, with the ticket id, the counterparty and the "
+            "contract's annual value as DataHub's system of record has it now. See it through "
+            "to approval."
         )
         description = f"Renewal of the {party} agreement at ${{value:,.0f}} a year."
         return Draft(
@@ -318,12 +337,14 @@ class EmployeeOffboarding:
             ),
             approvals=(ApprovalGoal(approval_type="offboarding", data={"employee": employee}),),
         )
-        sub_list = ", ".join(s for s, *_ in subs)
+        subs_text = " ".join(
+            f"Ticket {s} {must(None, who, resolved=True, verify=True)}." for s, _, _, who, _ in subs
+        )
         text = (
-            f"Offboard {employee} (ticket {main}). The offboarding tickets {sub_list} must each "
-            "be resolved and verified, and the main ticket verified; then get an offboarding "
-            "approval from the HR Lead, or whoever is covering for them, with the main ticket's "
-            "id and the employee. See it through to approval."
+            f"Offboard {employee} (ticket {main}). Ticket {main} "
+            f"{must('medium', owner, verify=True)}. The offboarding tickets: {subs_text} Then "
+            "get an offboarding approval from the HR Lead, or whoever is covering for them, with "
+            "the main ticket's id and the employee. See it through to approval."
         )
         blocked_sub = subs[draw.integer("blocked", 0, 2)][0]
         unassigned = subs[draw.integer("unassigned", 0, 2)][0]
