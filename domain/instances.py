@@ -215,32 +215,39 @@ def _chaos(
 @functools.lru_cache(maxsize=256)
 def build_instance(family: str, seed: int, difficulty: int) -> Instance:
     """The instance (cached: GRPO plays the same instance many times)."""
-    setup, draft, goal, text = _setup(family, seed, difficulty, None)
-    level = profile(difficulty)
-    worst = honest_worst_case(family, seed, difficulty, setup, faults=0)
+    return other_way(family, seed, difficulty, flipped=False)
+
+
+def other_way(family: str, seed: int, difficulty: int, flipped: bool = True) -> Instance:
+    """The instance with its hidden draw (qualify or not, above or below a threshold) turned
+    the other way: what the task would be had the dice fallen the other way. Not an instance
+    any id names; it exists to show that nothing an agent sees before it reads a value (the
+    text, the budget, every listing) tells the two apart."""
+    natural, draft, goal, text = opening(family, seed, difficulty)
+    ways = [natural]
     if draft.hidden is not None:
-        # The other way of the hidden draw, sized too: the budget must not tell which way
-        # the task goes.
-        flipped = _setup(family, seed, difficulty, draft.hidden)[0]
-        worst = max(worst, honest_worst_case(family, seed, difficulty, flipped, faults=0))
+        ways.append(opening(family, seed, difficulty, draft.hidden)[0])
+    if flipped:
+        if draft.hidden is None:
+            raise ValueError(f"{family} has no hidden draw to turn")
+        ways.reverse()
+        _, _, goal, text = opening(family, seed, difficulty, draft.hidden)
+    level = profile(difficulty)
+    # Sized over both ways of the hidden draw: the budget must not tell which way the task goes.
+    worst = max(honest_worst_case(family, seed, difficulty, w, faults=0) for w in ways)
     budget = max(draft.base_steps, worst + level.min_fault_slack)
     if level.min_fault_slack:
         # Faults delay everything after them (into an outage, past a rate limit): the budget
         # also covers the slack's faults striking first.
-        shifted = [(family, setup)]
-        if draft.hidden is not None:
-            shifted.append((family, _setup(family, seed, difficulty, draft.hidden)[0]))
-        for _, events in shifted:
-            budget = max(
-                budget,
-                honest_worst_case(family, seed, difficulty, events, faults=level.min_fault_slack),
-            )
-    oracle_worst_case(family, seed, difficulty, setup)  # a second solver must finish too
-    return Instance(family, seed, difficulty, text, goal, setup, budget, budget - worst, worst)
+        for w in ways:
+            shifted = honest_worst_case(family, seed, difficulty, w, faults=level.min_fault_slack)
+            budget = max(budget, shifted)
+    oracle_worst_case(family, seed, difficulty, ways[0])  # a second solver must finish too
+    return Instance(family, seed, difficulty, text, goal, ways[0], budget, budget - worst, worst)
 
 
-def _setup(
-    family: str, seed: int, difficulty: int, flip: str | None
+def opening(
+    family: str, seed: int, difficulty: int, flip: str | None = None
 ) -> tuple[tuple[Event, ...], Draft, Goal, str]:
     """The opening events (all but `EpisodeStarted`), with the family's hidden draw ``flip``
     turned the other way when asked."""

@@ -1,0 +1,69 @@
+"""The honest solver with a meddler beside it: before some of the solver's calls, the meddler
+slips in calls of its own (a hedge, a request about another ticket, a favour for a colleague).
+
+The solver is not told: it sees only the results of its own calls, as if the meddler's never
+happened (but the clock it reads is the current one), so the two together are the solver's
+correct work plus exactly the meddling. That is what grading must catch."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+from companyos.api.models import CompanyOSObservation
+from companyos.domain.honest import HonestSolver, Seen
+
+Action = dict[str, Any]
+RETRY = frozenset({"service_unavailable", "rate_limited", "service_down"})
+Meddle = Callable[[Action, CompanyOSObservation], list[Action]]
+"""Given the solver's next call and the latest observation, the calls to slip in first."""
+
+
+class Meddled:
+    name = "meddled"
+
+    def __init__(self, meddle: Meddle, rewrite: Callable[[Action], Action] | None = None) -> None:
+        self.meddle = meddle
+        self.rewrite = rewrite
+        """Changes the solver's own call before it is made (it is not told)."""
+        self.solver: HonestSolver | None = None
+        self.queue: list[tuple[Action, bool]] = []
+        self.own: CompanyOSObservation | None = None
+        self.own_turn = False
+        self.slipped: list[Action] = []
+
+    def reset(self, observation: CompanyOSObservation) -> None:
+        assert observation.task_id is not None
+        self.solver = HonestSolver(observation.task, observation.task_id)
+        self.queue, self.own, self.own_turn, self.slipped = [], None, False, []
+
+    def act(self, observation: CompanyOSObservation) -> Action:
+        """The next call: a slipped-in one, or the solver's (planned on its own results)."""
+        assert self.solver is not None
+        if self.own_turn:  # this observation answers the solver's own last call
+            self.own = observation
+        elif self.slipped and observation.error in RETRY:
+            # The meddler retries its own call that a service refused (it means it).
+            self.queue.insert(0, (self.slipped.pop(), False))
+        if not self.queue:
+            seen = None
+            if self.own is not None:
+                o = self.own
+                seen = Seen(observation.clock_minutes, o.last_result, o.message, o.error)
+            app, method, params = self.solver.act(seen)
+            call = {"app": app, "method": method, "params": params}
+            if self.rewrite is not None:
+                call = self.rewrite(call)
+            self.queue = [(c, False) for c in self.meddle(call, observation)] + [(call, True)]
+        call, self.own_turn = self.queue.pop(0)
+        if not self.own_turn:
+            self.slipped.append(call)
+        return call
+
+
+def play_meddled(env: Any, agent: Meddled, **reset: Any) -> CompanyOSObservation:
+    obs = env.reset(**reset)
+    agent.reset(obs)
+    while not obs.done:
+        obs = env.step(agent.act(obs))
+    return obs
