@@ -407,7 +407,9 @@ def evidence(world: World, e: ApprovalSubmitted) -> Evidence:
             a.approval_id
             for a in world.approvals.values()
             if a.approval_type == atype.name
-            and a.status in ("pending", "approved")
+            # Still open: pending, approved, or rejected by chance (the approver asked for an
+            # escalation, which reopens it; a new request beside it is a hedge).
+            and (a.status in ("pending", "approved") or a.cause == "chance")
             and a.approver == a.evidence.routed_to  # a misrouted request is its own damage
             and request_object(atype, a.data) == about
         ),

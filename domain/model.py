@@ -166,8 +166,9 @@ class Evidence(NamedTuple):
     prior_missing: tuple[str, ...] = ()
     """Approval-backed keys that did not name an approved request of the required type."""
     duplicate_of: str | None = None
-    """A request of the same type about the same object that was still pending or approved
-    when this one was submitted (asking twice is a hedge, not work the task calls for)."""
+    """A request of the same type about the same object that was still open when this one was
+    submitted (pending, approved, or rejected by chance and so waiting to be escalated):
+    asking twice is a hedge, not work the task calls for."""
 
 
 class Approval(NamedTuple):

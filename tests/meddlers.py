@@ -10,6 +10,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
+from companyos.agents.honest import HonestAgent
 from companyos.api.models import CompanyOSObservation
 from companyos.domain.honest import HonestSolver, Seen
 
@@ -67,3 +68,28 @@ def play_meddled(env: Any, agent: Meddled, **reset: Any) -> CompanyOSObservation
     while not obs.done:
         obs = env.step(agent.act(obs))
     return obs
+
+
+class ValueBlind(HonestAgent):
+    """The honest solver, except that it never compares a figure: it goes ahead, or declines,
+    or asks the CFO, by a rule fixed in advance (it still copies figures into requests)."""
+
+    def __init__(self, go_ahead: bool) -> None:
+        super().__init__()
+        self.go_ahead = go_ahead
+        self.name = f"blind-{'go' if go_ahead else 'stop'}"
+
+    def reset(self, observation: Any) -> None:
+        super().reset(observation)
+        assert self.solver is not None
+        self.solver._rule_holds = lambda: self.go_ahead  # type: ignore[method-assign]
+        if self.solver.brief.above:
+            go = self.go_ahead
+            self.solver._steps = (  # type: ignore[method-assign]
+                lambda s=self.solver: s.brief.chain if go else s.brief.chain[1:]
+            )
+
+
+def hedge(call: Action, observation: CompanyOSObservation) -> list[Action]:
+    """Every request sent twice: a hedge against a chance rejection."""
+    return [call] if call["method"] == "submit_approval" else []

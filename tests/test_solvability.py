@@ -37,6 +37,7 @@ from companyos.domain.rng import KeyedRNG
 from companyos.domain.world import fold
 from companyos.events.types import EpisodeStarted
 
+from .meddlers import ValueBlind
 from .serving import running_server
 
 DECISIONS = ("vendor_risk_review", "expense_audit", "purchase_order")
@@ -205,26 +206,6 @@ def test_the_two_ways_of_a_decision_look_the_same_until_a_value_is_read(family):
                     shown.append(json.dumps(render_result(world, caused), sort_keys=True))
                 seen.append(shown)
             assert seen[0] == seen[1], (family, difficulty, seed)
-
-
-class ValueBlind(HonestAgent):
-    """The honest solver, except that it never compares a figure: it goes ahead, or declines,
-    or asks the CFO, by a rule fixed in advance (it still copies figures into requests)."""
-
-    def __init__(self, go_ahead: bool) -> None:
-        super().__init__()
-        self.go_ahead = go_ahead
-        self.name = f"blind-{'go' if go_ahead else 'stop'}"
-
-    def reset(self, observation: Any) -> None:
-        super().reset(observation)
-        assert self.solver is not None
-        self.solver._rule_holds = lambda: self.go_ahead  # type: ignore[method-assign]
-        if self.solver.brief.above:
-            go = self.go_ahead
-            self.solver._steps = (  # type: ignore[method-assign]
-                lambda s=self.solver: s.brief.chain if go else s.brief.chain[1:]
-            )
 
 
 def test_a_value_blind_policy_does_no_better_than_chance():
