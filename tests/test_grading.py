@@ -168,10 +168,8 @@ def test_a_request_to_the_wrong_or_an_absent_approver_is_damage(who):
         if not submits(call, "vendor_onboarding"):
             return []
         w = world(env)
-        if who == "away":
-            name = w.people[w.roles["cfo"]].name
-        else:
-            name = w.people[w.roles["legal"]].name
+        role = "cfo" if who == "away" else "legal"  # the CFO is away; Legal has no say
+        name = w.people[w.roles[role]].name
         return [{**call, "params": {**call["params"], "approver": name}}]
 
     env = CompanyOSEnvironment()
