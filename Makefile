@@ -8,7 +8,7 @@ STAMP  := $(VENV)/.installed
 STORE  ?= sqlite:///data/companyos.db
 
 .DEFAULT_GOAL := help
-.PHONY: help install test reliability serve demo bench analytics-bench baselines train-smoke lint clean
+.PHONY: help install test reliability serve demo bench analytics-bench baselines solvability train-smoke lint clean
 
 help: ## list the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  make %-16s %s\n", $$1, $$2}'
@@ -42,9 +42,12 @@ bench: $(STAMP) ## throughput benchmarks (ratios against a no-op OpenEnv env in 
 analytics-bench: $(STAMP) ## the DuckDB warehouse on 1M events: full load, catch-up, canned queries
 	$(PY) bench/analytics.py
 
-baselines: $(STAMP) ## the README's baselines: random, naive, oracle on the test suite, 4 trials (data/baselines/)
-	$(VENV)/bin/companyos eval --agent random,naive,oracle --suite test --trials 4 --workers 2 \
+baselines: $(STAMP) ## the README's baselines: random, naive, honest, oracle on the test suite, 4 trials (data/baselines/)
+	$(VENV)/bin/companyos eval --agent random,naive,honest,oracle --suite test --trials 4 --workers 2 \
 		--store memory:// --out data/baselines
+
+solvability: $(STAMP) ## the proof: the honest solver on the whole test suite, 4 trials, in-process and over HTTP
+	$(PY) bench/solvability.py
 
 train-smoke: $(STAMP) ## install the train extra (TRL, CPU PyTorch) and run the GRPO smoke test
 	$(PY) -m pip install -q -e '.[dev,train]'
