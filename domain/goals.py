@@ -10,13 +10,30 @@ from companyos.events.types import Goal, TicketGoal
 from .model import Approval, Metric, Ticket, World, same_text
 
 EDITABLE = ("priority", "assignee", "status", "verified", "resolution", "linked_approval")
+ANY_VALUE = "*"
+"""A ticket goal's field value that any non-empty value meets: the original CompanyOS's tasks
+asked for a missing priority or assignee to be set, not for a particular one."""
+ANY_EXAMPLES = {"priority": "high", "assignee": "on-call engineer"}
+"""What a planner sets where any value will do."""
 
 
 # ------------------------------------------------------------------ tickets
 
 
+def value_ok(have: object, want: str) -> bool:
+    """A ticket field's value meets a goal's value (`ANY_VALUE`: any non-empty one)."""
+    if want == ANY_VALUE:
+        return isinstance(have, str) and bool(have.strip())
+    return same_text(have, want)
+
+
 def field_ok(t: Ticket | None, tg: TicketGoal, name: str) -> bool:
-    return t is not None and same_text(t.get(name), tg.fields[name])
+    return t is not None and value_ok(t.get(name), tg.fields[name])
+
+
+def target_value(name: str, want: str) -> str:
+    """A value that meets a ticket goal's ``want`` for field ``name``."""
+    return ANY_EXAMPLES.get(name, "set") if want == ANY_VALUE else want
 
 
 def unblocked(t: Ticket | None) -> bool:
@@ -77,7 +94,7 @@ def submission_ok(world: World, a: Approval, goal: Goal, index: int) -> bool:
     return (
         a.approval_type == ag.approval_type
         and a.approver == ev.routed_to
-        and a.ticket_id == goal.ticket_id
+        and (a.ticket_id == goal.ticket_id or not _names_ticket(world, a.approval_type))
         and not ev.mismatched
         and not ev.unread
         and not ev.prior_missing
@@ -85,6 +102,13 @@ def submission_ok(world: World, a: Approval, goal: Goal, index: int) -> bool:
         and all(ticket_ready(ev.tickets.get(tg.ticket_id), tg) for tg in goal.tickets)
         and read_fresh_then(ev.metrics, goal.metrics, ev.at)
     )
+
+
+def _names_ticket(world: World, approval_type: str) -> bool:
+    """Requests of this type name their ticket (the original's types mostly did not: their
+    request is about the task's ticket by being the task's request)."""
+    t = world.approval_types.get(approval_type)
+    return t is None or any(f.kind == "ticket" for f in t.fields)
 
 
 def valid_submissions(world: World, goal: Goal, index: int) -> list[Approval]:
