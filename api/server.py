@@ -36,6 +36,7 @@ from .episode import EpisodeExists, EpisodeNotFound, ResetError
 from .mcp import standard_server
 from .models import CompanyOSObservation, CompanyOSWireAction
 from .openapi import document
+from .original import build_original_router
 from .params import SingleValuedQuery
 from .routes import build_router
 from .settings import Settings
@@ -171,6 +172,7 @@ def build_app(settings: Settings | None = None) -> FastAPI:
         )
     )
     app.include_router(build_timeline_router(store))
+    app.include_router(build_original_router(store, cache, new_env))
     analytics = LiveAnalytics(store)
     app.include_router(build_analytics_router(analytics))
     mount_viewer(app)
