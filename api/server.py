@@ -37,7 +37,7 @@ from .mcp import standard_server
 from .models import CompanyOSObservation, CompanyOSWireAction
 from .openapi import document
 from .original import build_original_router
-from .params import SingleValuedQuery
+from .params import EmptyMeansAbsent, SingleValuedQuery
 from .routes import build_router
 from .settings import Settings
 from .sockets import FrameGuard, IdleSockets
@@ -211,6 +211,7 @@ def build_app(settings: Settings | None = None) -> FastAPI:
     app.add_middleware(BodyLimit, limit=settings.max_body_bytes)  # type: ignore[arg-type]
     app.add_middleware(QuietDisconnects)  # type: ignore[arg-type]
     app.add_middleware(SingleValuedQuery, openapi=app.openapi)  # type: ignore[arg-type]
+    app.add_middleware(EmptyMeansAbsent)  # type: ignore[arg-type]
     app.add_middleware(FrameGuard)  # type: ignore[arg-type]
     app.add_middleware(IdleSockets, timeout=settings.session_timeout)  # type: ignore[arg-type]
     if settings.api_key:  # outermost: nothing runs, nor is any body read, without the key
