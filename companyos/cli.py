@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import errno
 import json
 import os
 import sys
@@ -37,6 +38,29 @@ def _store(url: str) -> Any:
     return open_store(url)
 
 
+def check_port(host: str, port: int) -> None:
+    """Refuse at once, in one line, an address the server could not listen on (a busy port
+    otherwise shows up after the banner, inside uvicorn's traceback)."""
+    import socket
+
+    try:
+        family, kind, proto, _, address = socket.getaddrinfo(host, port, type=socket.SOCK_STREAM)[0]
+    except (socket.gaierror, UnicodeError, OverflowError) as exc:
+        raise ValueError(f"cannot listen on {host}:{port}: {exc}; check --host/--port") from None
+    with socket.socket(family, kind, proto) as probe:
+        probe.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)  # as uvicorn binds
+        try:
+            probe.bind(address)
+        except OSError as exc:
+            hint = (
+                "another server is running there: stop it, or pick another port (--port N, "
+                "COMPANYOS_PORT=N, or PORT=N make serve)"
+                if exc.errno == errno.EADDRINUSE
+                else "check --host/--port"
+            )
+            raise ValueError(f"cannot listen on {host}:{port}: {exc.strerror}; {hint}") from None
+
+
 def cmd_serve(args: argparse.Namespace) -> int:
     from companyos.api.server import serve
     from companyos.api.settings import Settings
@@ -60,6 +84,7 @@ def cmd_serve(args: argparse.Namespace) -> int:
         limits=Limits(max_string=args.max_value_chars, max_params_chars=args.max_params_chars),
         log_level=args.log_level,
     )
+    check_port(settings.host, settings.port)
     guarded = "; API key required" if settings.api_key else ""
     print(
         f"CompanyOS on http://{settings.host}:{settings.port} (store {redact_url(settings.store)})"
