@@ -12,7 +12,7 @@ PORT   ?= 8000
 LOG    := $(VENV)/install.log
 
 .DEFAULT_GOAL := help
-.PHONY: help install test reliability serve demo bench original-baseline analytics-bench baselines train-smoke lint clean
+.PHONY: help install test readme reliability serve demo bench original-baseline analytics-bench baselines train-smoke lint clean
 
 help: ## list the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  make %-18s %s\n", $$1, $$2}'
@@ -30,6 +30,9 @@ install: $(STAMP) ## create .venv and install companyos with its dev extras
 
 test: $(STAMP) ## run the test suite, reliability proofs at the quick scale (PostgreSQL too when COMPANYOS_TEST_POSTGRES_URL is set)
 	$(PY) -m pytest -q -n 2
+
+readme: $(STAMP) ## every README code block against a live server, the slow ones too (make test skips those)
+	COMPANYOS_README_FULL=1 $(PY) -m pytest -q -n 0 tests/test_readme.py
 
 reliability: $(STAMP) ## crash, concurrency, replica, fuzzing, limit, access and soak runs at full scale: prints the table
 	COMPANYOS_RELIABILITY=full COMPANYOS_LEDGER_OUT=bench/results/reliability.md \
