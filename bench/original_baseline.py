@@ -43,22 +43,43 @@ def se(values: list[float]) -> float:
     return statistics.pstdev(values) / math.sqrt(len(values))
 
 
-def originals_own(repo: Path, episodes: int) -> tuple[float, float, float, int]:
+def originals_own(repo: Path, episodes: int) -> tuple[float, float, float, int, int]:
     """Its random baseline in its own environment, in-process (its code, run from its
-    checkout: nothing of it is copied here). Mean, standard error, success rate, episodes."""
+    checkout: nothing of it is copied here): its loop, with its environment's attributes read
+    after each episode. Mean, standard error, success rate, and how many of its successes
+    credit the wrong work (another task's request approved, or another ticket or request
+    touched), then the episodes."""
     code = f"""
 import sys, statistics, math
 sys.path.insert(0, {str(repo)!r})
-from training.random_baseline import run_local
-import io, contextlib
-with contextlib.redirect_stdout(io.StringIO()):
-    rewards, successes = run_local({episodes})
+from training.random_baseline import random_action
+from env.company_env import CompanyOSEnv
+env = CompanyOSEnv(noise_prob=0.1)
+rewards, wins, wrong = [], 0, 0
+for _ in range({episodes}):
+    env.reset()
+    done, total, touched = False, 0.0, set()
+    while not done:
+        action = random_action()
+        _, r, done, info = env.step(action)
+        total += r
+        if action["method"] == "update_ticket" and "error" not in env.last_result:
+            touched.add(action["params"]["ticket_id"])
+    rewards.append(total)
+    if info["success"]:
+        wins += 1
+        kinds = {{a["type"] for a in env.approvalflow.approvals.values()}}
+        approved = {{a["type"] for a in env.approvalflow.approvals.values()
+                    if a["status"] == "approved"}}
+        task = env.task
+        wrong += (task.approval_type not in approved or kinds != {{task.approval_type}}
+                  or bool(touched - {{task.ticket_id}}))
 m = statistics.mean(rewards)
-print(m, statistics.pstdev(rewards) / math.sqrt(len(rewards)), sum(successes) / len(successes))
+print(m, statistics.pstdev(rewards) / math.sqrt(len(rewards)), wins / len(rewards), wrong)
 """
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
-    mean, err, rate = (float(x) for x in out.stdout.split())
-    return mean, err, rate, episodes
+    mean, err, rate, wrong = out.stdout.split()
+    return float(mean), float(err), float(rate), int(wrong), episodes
 
 
 def originals_script(repo: Path, url: str, episodes: int) -> tuple[float, float]:
@@ -90,7 +111,7 @@ def main() -> None:
     console = Console()
     repo = os.environ.get("COMPANYOS_ORIGINAL_REPO")
     table = Table(
-        "run", "episodes", "mean reward", "std. error", "success", "vs. ours (z)",
+        "run", "episodes", "mean reward", "s.e.", "success", "z vs. ours",
         title="The original's random baseline",
     )  # fmt: skip
     with tempfile.TemporaryDirectory() as tmp, running_server(f"sqlite:///{tmp}/b.db") as base:
@@ -104,7 +125,7 @@ def main() -> None:
         assert run is not None
         ours, ours_se = run.mean_reward, se(run.rewards)
         table.add_row(
-            "its loop via /original (ours)",
+            "its loop, /original",
             f"{len(run.rewards):,}",
             f"{ours:+.3f}",
             f"{ours_se:.3f}",
@@ -113,12 +134,13 @@ def main() -> None:
         )
         scripted = originals_script(Path(repo), url, args.episodes) if repo else None
     p_mean, p_rate, p_n = PUBLISHED
-    table.add_row("published (its README)", f"{p_n}", f"{p_mean:+.2f}", "", f"{p_rate:.0%}", "")
+    table.add_row("its README", f"{p_n}", f"{p_mean:+.2f}", "", f"{p_rate:.0%}", "")
+    wrong = None
     if repo:
-        mean, err, rate, n = originals_own(Path(repo), 20_000)
+        mean, err, rate, wrong, n = originals_own(Path(repo), 20_000)
         z = (ours - mean) / math.hypot(ours_se, err)
         table.add_row(
-            "its own code, in-process (same run)",
+            "its code, in-process",
             f"{n:,}",
             f"{mean:+.3f}",
             f"{err:.3f}",
@@ -127,7 +149,7 @@ def main() -> None:
         )
     if scripted:
         table.add_row(
-            "its script, unchanged, via /original",
+            "its script, /original",
             f"{args.episodes:,}",
             f"{scripted[0]:+.2f}",
             "",
@@ -139,6 +161,12 @@ def main() -> None:
         f"mean steps {statistics.mean(run.steps):.1f}; 95% interval of our mean "
         f"{ours - 1.96 * ours_se:+.2f} to {ours + 1.96 * ours_se:+.2f}"
     )
+    if wrong is not None:
+        console.print(
+            f"of its own code's {round(rate * 20_000)} successes in-process, {wrong} credit "
+            "the wrong work (another task's request approved, or another ticket or request "
+            "touched): our grading counts none of those"
+        )
 
 
 if __name__ == "__main__":
