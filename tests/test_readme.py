@@ -20,10 +20,12 @@ import re
 import shutil
 import subprocess
 import sys
+import uuid
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
+import httpx
 import pytest
 
 from .serving import ServerProcess
@@ -115,14 +117,35 @@ def _port_8000_free() -> bool:
     return True
 
 
+def _ours(server: ServerProcess, store: str) -> bool:
+    """The server answering at ``server.url`` writes to ``store``: another process that took
+    port 8000 first (a parallel test run) would answer health checks just as well."""
+    from companyos.events import open_store
+
+    probe = f"readme-probe-{uuid.uuid4().hex}"
+    httpx.post(f"{server.url}/reset", json={"episode_id": probe, "seed": 0}, timeout=30)
+    events = open_store(store)
+    try:
+        return events.version(probe) != -1
+    finally:
+        events.close()
+
+
 @pytest.fixture(scope="module")
 def live(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[ServerProcess, Path]]:
     here = tmp_path_factory.mktemp("readme")
     store = f"sqlite:///{here / 'server.db'}"
-    server = ServerProcess(store, port=8000) if _port_8000_free() else ServerProcess(store)
-    try:
-        server.start()
-    except (RuntimeError, TimeoutError):  # 8000 was taken between the check and the start
+    server = None
+    if _port_8000_free():
+        server = ServerProcess(store, port=8000)
+        try:
+            server.start()
+            if not _ours(server, store):
+                raise RuntimeError("someone else's server answers on 8000")
+        except (RuntimeError, TimeoutError):  # 8000 was taken between the check and the start
+            server.stop()
+            server = None
+    if server is None:
         server = ServerProcess(store)
         server.start()
     try:
