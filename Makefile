@@ -1,35 +1,45 @@
 # CompanyOS. `make serve` and `make test` set everything up on a fresh machine by themselves:
-# they create .venv, install the package with its dev extras, then run.
+# they create .venv, install the package with its dev extras, then run. The install says what
+# it does in a few lines; pip's own output (warnings included) goes to .venv/install.log.
 
 PYTHON ?= python3
 VENV   ?= .venv
 PY     := $(VENV)/bin/python
 STAMP  := $(VENV)/.installed
 STORE  ?= sqlite:///data/companyos.db
+HOST   ?= 127.0.0.1
+PORT   ?= 8000
+LOG    := $(VENV)/install.log
 
 .DEFAULT_GOAL := help
-.PHONY: help install test reliability serve demo bench analytics-bench baselines solvability train-smoke lint clean
+.PHONY: help install test readme reliability serve demo bench original-baseline analytics-bench baselines solvability train-smoke lint clean
 
 help: ## list the targets
-	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  make %-16s %s\n", $$1, $$2}'
+	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  make %-18s %s\n", $$1, $$2}'
 
 $(STAMP): pyproject.toml
-	@test -x $(PY) || $(PYTHON) -m venv $(VENV)
-	$(PY) -m pip install -q --upgrade pip
-	$(PY) -m pip install -q -e '.[dev]'
+	@test -x $(PY) || { echo "creating $(VENV) with $$($(PYTHON) --version)"; $(PYTHON) -m venv $(VENV); }
+	@echo "installing companyos with its dev extras into $(VENV) (a minute or two; log: $(LOG))"
+	@{ $(PY) -m pip install --disable-pip-version-check --upgrade pip \
+	  && $(PY) -m pip install --disable-pip-version-check -e '.[dev]'; } > $(LOG) 2>&1 \
+	  || { tail -n 25 $(LOG); echo "install failed: the whole log is $(LOG)"; exit 1; }
 	@touch $(STAMP)
+	@echo "ready: $(VENV) (make help lists what to run)"
 
 install: $(STAMP) ## create .venv and install companyos with its dev extras
 
 test: $(STAMP) ## run the test suite, reliability proofs at the quick scale (PostgreSQL too when COMPANYOS_TEST_POSTGRES_URL is set)
 	$(PY) -m pytest -q -n 2
 
+readme: $(STAMP) ## every README code block against a live server, the slow ones too (make test skips those)
+	COMPANYOS_README_FULL=1 $(PY) -m pytest -q -n 0 tests/test_readme.py
+
 reliability: $(STAMP) ## crash, concurrency, replica, fuzzing, limit, access and soak runs at full scale: prints the table
 	COMPANYOS_RELIABILITY=full COMPANYOS_LEDGER_OUT=bench/results/reliability.md \
 		$(PY) -m pytest -q -n 2 -m reliability -p no:cacheprovider
 
-serve: $(STAMP) ## run the OpenEnv server on 127.0.0.1:8000 (SQLite store under ./data/)
-	$(VENV)/bin/companyos serve --store $(STORE)
+serve: $(STAMP) ## run the OpenEnv server on HOST:PORT (default 127.0.0.1:8000; SQLite store under ./data/)
+	$(VENV)/bin/companyos serve --host $(HOST) --port $(PORT) --store $(STORE)
 
 demo: $(STAMP) ## play one oracle episode and print its timeline
 	$(VENV)/bin/companyos demo --store $(STORE)
@@ -38,6 +48,9 @@ bench: $(STAMP) ## throughput benchmarks (ratios against a no-op OpenEnv env in 
 	$(PY) bench/step_throughput.py
 	$(PY) bench/serve_throughput.py
 	$(PY) bench/eval_workers.py
+
+original-baseline: $(STAMP) ## the original's random baseline, 1,000 episodes through /original (COMPANYOS_ORIGINAL_REPO: also its own code)
+	$(PY) bench/original_baseline.py --episodes 1000
 
 analytics-bench: $(STAMP) ## the DuckDB warehouse on 1M events: full load, catch-up, canned queries
 	$(PY) bench/analytics.py

@@ -134,6 +134,17 @@ def _statuses(path: str, method: str, operation: dict[str, Any], api_key: bool) 
     return sorted(set(codes))
 
 
+EMPTY = {"type": "string", "maxLength": 0, "description": "empty: as if not given"}
+
+
+def _empty_is_absent(operation: dict[str, Any]) -> None:
+    """An optional query parameter may be sent empty (`?outcome=`): the server drops it
+    (`params.EmptyMeansAbsent`), so the document says the empty string is accepted."""
+    for p in operation.get("parameters", []):
+        if p.get("in") == "query" and not p.get("required") and "schema" in p:
+            p["schema"] = {"anyOf": [p["schema"], EMPTY]}
+
+
 def _augment(schema: dict[str, Any], api_key: bool, max_episode_steps: int) -> None:
     components = schema.setdefault("components", {})
     schemas = components.setdefault("schemas", {})
@@ -151,6 +162,7 @@ def _augment(schema: dict[str, Any], api_key: bool, max_episode_steps: int) -> N
         schemas["StepRequest"]["examples"] = [STEP_EXAMPLE]
     for path, operations in schema.get("paths", {}).items():
         for method, operation in operations.items():
+            _empty_is_absent(operation)
             responses = operation.setdefault("responses", {})
             for code in _statuses(path, method, operation, api_key):
                 responses.setdefault(

@@ -75,3 +75,22 @@ async def _refuse(send: Any, names: list[str], counts: dict[str, int]) -> None:
         for name in names
     ]
     await send_json(send, 422, {"detail": detail})
+
+
+class EmptyMeansAbsent:
+    """An empty query value is no value: ``/episodes?outcome=&scenario=x`` filters by scenario
+    only, as a form's empty field or a URL template with nothing filled in means. Without this,
+    FastAPI validates the empty string (a 422 for a number or a choice, an empty filter that
+    matches nothing for a string). The pair is dropped before any route sees the request."""
+
+    def __init__(self, app: Any) -> None:
+        self.app = app
+
+    async def __call__(self, scope: dict[str, Any], receive: Any, send: Any) -> None:
+        query = scope.get("query_string", b"") if scope["type"] == "http" else b""
+        if query:
+            pairs = query.split(b"&")
+            kept = [p for p in pairs if p.partition(b"=")[2]]
+            if len(kept) != len(pairs):
+                scope = {**scope, "query_string": b"&".join(kept)}
+        await self.app(scope, receive, send)

@@ -101,7 +101,19 @@ def build_router(
     def list_episodes(
         limit: int = Query(min(50, max_page), ge=1, le=max_page, description="Rows per page."),
         after: int = Query(
-            0, ge=0, le=MAX_POSITION, description="Cursor: the `next` of the previous page."
+            0,
+            ge=0,
+            le=MAX_POSITION,
+            description="Cursor, oldest first: the `next` of the previous page.",
+        ),
+        order: Literal["oldest", "newest"] = Query(
+            "oldest", description="oldest first (pages with `after`) or newest first (`before`)."
+        ),
+        before: int | None = Query(
+            None,
+            ge=0,
+            le=MAX_POSITION,
+            description="Cursor, newest first: the `next` of the previous page.",
         ),
         outcome: Outcome | None = Query(None, description="Only this outcome."),
         scenario: str | None = Query(None, max_length=64, description="Only this scenario."),
@@ -109,11 +121,16 @@ def build_router(
         agent: str | None = Query(None, max_length=64, description="Only this agent's."),
     ) -> dict[str, Any]:
         found: list[dict[str, Any]] = []
-        cursor, scanned = after, 0
+        newest = order == "newest"
+        cursor: int | None = before if newest else after
+        scanned = 0
         while len(found) < limit and scanned < SCAN_BUDGET:
-            page = store.streams(after_position=cursor, limit=200)
+            if newest:
+                page = store.streams(limit=200, newest_first=True, before_position=cursor)
+            else:
+                page = store.streams(after_position=cursor or 0, limit=200)
             if not page:
-                cursor = None  # type: ignore[assignment]
+                cursor = None
                 break
             for info in page:
                 scanned += 1

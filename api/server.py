@@ -36,7 +36,8 @@ from .episode import EpisodeExists, EpisodeNotFound, ResetError
 from .mcp import standard_server
 from .models import CompanyOSObservation, CompanyOSWireAction
 from .openapi import document
-from .params import SingleValuedQuery
+from .original import build_original_router
+from .params import EmptyMeansAbsent, SingleValuedQuery
 from .routes import build_router
 from .settings import Settings
 from .sockets import FrameGuard, IdleSockets
@@ -171,6 +172,7 @@ def build_app(settings: Settings | None = None) -> FastAPI:
         )
     )
     app.include_router(build_timeline_router(store))
+    app.include_router(build_original_router(store, cache, new_env))
     analytics = LiveAnalytics(store)
     app.include_router(build_analytics_router(analytics))
     mount_viewer(app)
@@ -209,6 +211,7 @@ def build_app(settings: Settings | None = None) -> FastAPI:
     app.add_middleware(BodyLimit, limit=settings.max_body_bytes)  # type: ignore[arg-type]
     app.add_middleware(QuietDisconnects)  # type: ignore[arg-type]
     app.add_middleware(SingleValuedQuery, openapi=app.openapi)  # type: ignore[arg-type]
+    app.add_middleware(EmptyMeansAbsent)  # type: ignore[arg-type]
     app.add_middleware(FrameGuard)  # type: ignore[arg-type]
     app.add_middleware(IdleSockets, timeout=settings.session_timeout)  # type: ignore[arg-type]
     if settings.api_key:  # outermost: nothing runs, nor is any body read, without the key

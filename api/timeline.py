@@ -44,14 +44,18 @@ def build_timeline_router(store: EventStore) -> APIRouter:
     )
     def get_timeline(
         episode_id: str,
-        from_step: int = Query(1, ge=1, description="First step to return."),
+        from_step: int = Query(1, ge=0, description="First step to return (0: the first)."),
         limit: int = Query(100, ge=1, le=MAX_PAGE, description="Steps per page."),
     ) -> dict[str, Any]:
         records = episode_records(store, episode_id)
         try:
             r = replay(records)  # once, for the diagnosis and the timeline alike
             return timeline(
-                records, diagnosis_of(records, r), from_step=from_step, limit=limit, replayed=r
+                records,
+                diagnosis_of(records, r),
+                from_step=max(1, from_step),  # step 0 is the start: no call to show
+                limit=limit,
+                replayed=r,
             )
         except ValueError as exc:  # a from_step past the end
             raise HTTPException(400, str(exc)) from None

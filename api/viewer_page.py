@@ -24,4 +24,9 @@ def mount_viewer(app: FastAPI) -> None:
         # that serves the app under a path prefix.
         return RedirectResponse("viewer/", status_code=307)
 
+    @app.get("/", include_in_schema=False)
+    def root() -> RedirectResponse:
+        # A person who opens the server's address lands on the viewer, not on a 404.
+        return RedirectResponse("viewer/", status_code=307)
+
     app.mount("/viewer/", StaticFiles(directory=VIEWER_DIR, html=True), name="viewer")

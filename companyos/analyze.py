@@ -128,25 +128,22 @@ def _print(
         writer.writerows(rows)
         return
     from rich.console import Console
-    from rich.table import Table
+
+    from .tables import print_table
 
     console = Console()
     if not console.is_terminal:  # piped to a file or a pager: room for every column
         console = Console(width=max(console.width, 200))
-    table = Table(title=title, title_justify="left", header_style="bold")
     cells = [[_cell(v) for v in r] for r in rows[:max_rows]]
-    for i, c in enumerate(columns):
-        # Numbers and labels never wrap; long text (descriptions, params) is cut, not folded
-        # into a tower of one-word lines: `--format json` has it whole.
-        wide = any(len(r[i]) > 40 for r in cells)
-        table.add_column(c, no_wrap=True, overflow="ellipsis", max_width=48 if wide else None)
-    for r in cells:
-        table.add_row(*r)
+    # Labels and numbers are shown whole; long text (descriptions, params) wraps. When that
+    # does not fit the terminal, each row is printed as a block (`--format json`: as data).
+    text = {i for i in range(len(columns)) if any(len(r[i]) > 40 for r in cells)}
+    caption = None
     if not rows:
-        table.caption = "no rows (no episodes yet? play some with `companyos eval`)"
+        caption = "no rows (no episodes yet? play some with `companyos eval`)"
     elif len(rows) > max_rows:
-        table.caption = f"the first {max_rows} of {len(rows):,} rows (--format csv: all of them)"
-    console.print(table)
+        caption = f"the first {max_rows} of {len(rows):,} rows (--format csv: all of them)"
+    print_table(console, columns, cells, title=title, text=text, caption=caption, heading=2)
 
 
 def _cell(v: Any) -> str:

@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import argparse
+import errno
 import json
+import os
 import sys
 from collections.abc import Sequence
 from typing import Any
@@ -36,6 +38,29 @@ def _store(url: str) -> Any:
     return open_store(url)
 
 
+def check_port(host: str, port: int) -> None:
+    """Refuse at once, in one line, an address the server could not listen on (a busy port
+    otherwise shows up after the banner, inside uvicorn's traceback)."""
+    import socket
+
+    try:
+        family, kind, proto, _, address = socket.getaddrinfo(host, port, type=socket.SOCK_STREAM)[0]
+    except (socket.gaierror, UnicodeError, OverflowError) as exc:
+        raise ValueError(f"cannot listen on {host}:{port}: {exc}; check --host/--port") from None
+    with socket.socket(family, kind, proto) as probe:
+        probe.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)  # as uvicorn binds
+        try:
+            probe.bind(address)
+        except OSError as exc:
+            hint = (
+                "another server is running there: stop it, or pick another port (--port N, "
+                "COMPANYOS_PORT=N, or PORT=N make serve)"
+                if exc.errno == errno.EADDRINUSE
+                else "check --host/--port"
+            )
+            raise ValueError(f"cannot listen on {host}:{port}: {exc.strerror}; {hint}") from None
+
+
 def cmd_serve(args: argparse.Namespace) -> int:
     from companyos.api.server import serve
     from companyos.api.settings import Settings
@@ -59,6 +84,7 @@ def cmd_serve(args: argparse.Namespace) -> int:
         limits=Limits(max_string=args.max_value_chars, max_params_chars=args.max_params_chars),
         log_level=args.log_level,
     )
+    check_port(settings.host, settings.port)
     guarded = "; API key required" if settings.api_key else ""
     print(
         f"CompanyOS on http://{settings.host}:{settings.port} (store {redact_url(settings.store)})"
@@ -108,29 +134,90 @@ def cmd_demo(args: argparse.Namespace) -> int:
     return 0
 
 
+def _newest_episodes(store: Any, limit: int, prefix: str | None) -> list[Any]:
+    """Up to ``limit`` episode streams, newest first (other streams, such as a session's
+    orphan calls, are skipped)."""
+    found: list[Any] = []
+    before = None
+    while len(found) < limit:
+        page = store.streams(limit=200, prefix=prefix, newest_first=True, before_position=before)
+        if not page:
+            break
+        for info in page:
+            before = info.first_position
+            first = store.read(info.stream_id, 0, 0)
+            if first and first[0].type == "EpisodeStarted":
+                found.append(info)
+                if len(found) >= limit:
+                    break
+    return found
+
+
+def short_id(store: Any, episode_id: str, least: int = 8) -> str:
+    """The shortest prefix of ``episode_id`` (at least ``least`` characters) that starts no
+    other stream: what `show` and `verify` accept."""
+    n = least
+    while n < len(episode_id):
+        if len(store.streams(prefix=episode_id[:n], limit=2)) < 2:
+            return episode_id[:n]
+        n += 2
+    return episode_id
+
+
+def resolve_episode(store: Any, text: str) -> str:
+    """The episode ``text`` names: its id, or a prefix that starts exactly one episode."""
+    if store.version(text) != -1:
+        return text
+    matches = [
+        s.stream_id
+        for s in store.streams(prefix=text, limit=6)
+        if (first := store.read(s.stream_id, 0, 0)) and first[0].type == "EpisodeStarted"
+    ]
+    if not matches:
+        raise ValueError(f"no episode {text!r} in this store (`companyos episodes` lists them)")
+    if len(matches) > 1:
+        shown = ", ".join(matches[:5]) + (", ..." if len(matches) > 5 else "")
+        raise ValueError(
+            f"{text!r} is ambiguous: it begins several episodes ({shown}); give more characters"
+        )
+    return matches[0]
+
+
 def cmd_episodes(args: argparse.Namespace) -> int:
     from rich.console import Console
-    from rich.table import Table
 
     from companyos.projections import summarize
 
+    from .tables import fits, print_table
+
     store = _store(args.store)
-    table = Table("episode", "scenario", "difficulty", "seed", "steps", "outcome", "return")
-    for info in store.streams(limit=args.limit, prefix=args.prefix):
-        records = store.read(info.stream_id)
-        if not records or records[0].type != "EpisodeStarted":
-            continue
-        s = summarize(records)
-        table.add_row(
-            s.episode_id,
-            s.scenario,
-            str(s.difficulty),
-            str(s.seed),
-            str(s.steps),
-            s.outcome or "-",
-            f"{s.total_return:+.2f}",
+    console = Console()
+    infos = _newest_episodes(store, args.limit, args.prefix)
+    rows = []
+    for info in infos:
+        s = summarize(store.read(info.stream_id))
+        rows.append(
+            [
+                s.episode_id,
+                s.scenario,
+                str(s.difficulty),
+                str(s.seed),
+                str(s.steps),
+                s.outcome or "running",
+                f"{s.total_return:+.2f}",
+            ]
         )
-    Console().print(table)
+    columns = ["episode", "family", "d", "seed", "steps", "outcome", "return"]
+    caption = f"{len(rows)} newest first"
+    if len(rows) == args.limit:
+        caption += " (--limit for more)"
+    if rows and not args.full and not fits(console, columns, rows):
+        for row in rows:
+            row[0] = short_id(store, row[0])
+        caption += "; ids cut to unique prefixes, which show and verify accept (--full: whole)"
+    if not rows:
+        caption = "no episodes yet: play one with `companyos demo` or `companyos eval`"
+    print_table(console, columns, rows, right={2, 3, 4, 6}, caption=caption, heading=1)
     store.close()
     return 0
 
@@ -139,14 +226,11 @@ def cmd_show(args: argparse.Namespace) -> int:
     from companyos.projections import render_world, replay
 
     store = _store(args.store)
-    records = store.read(args.episode_id)
-    if not records:
-        print(f"no episode {args.episode_id!r} in {args.store}", file=sys.stderr)
-        return 2
-    r = replay(records)
+    episode_id = resolve_episode(store, args.episode_id)
+    r = replay(store.read(episode_id))
     step = len(r.steps) if args.step is None else args.step
     out = {
-        "episode_id": args.episode_id,
+        "episode_id": episode_id,
         "step": min(step, len(r.steps)),
         "steps": len(r.steps),
         "outcome": r.outcome,
@@ -162,7 +246,7 @@ def cmd_verify(args: argparse.Namespace) -> int:
     from companyos.api.verify import verify_episode
 
     store = _store(args.store)
-    report = verify_episode(store, args.episode_id)
+    report = verify_episode(store, resolve_episode(store, args.episode_id))
     print(json.dumps(report.as_dict(), indent=2))
     store.close()
     return 0 if report.ok else 1
@@ -319,11 +403,15 @@ def build_parser() -> argparse.ArgumentParser:
     eps = sub.add_parser(
         "episodes",
         help="list stored episodes with their outcome and return",
-        description="List the episodes in an event store, newest streams first, with their "
-        "family, difficulty, seed, steps, outcome and return (rebuilt from each log).",
+        description="List the episodes in an event store, newest first, with their family, "
+        "difficulty, seed, steps, outcome and return (rebuilt from each log). Ids are cut to "
+        "unique prefixes when the terminal is narrow; show and verify accept those.",
     )
-    eps.add_argument("--limit", type=int, default=50)
+    eps.add_argument("--limit", type=int, default=50, help="how many (default 50)")
     eps.add_argument("--prefix", default=None, help="only episode ids starting with this")
+    eps.add_argument(
+        "--full", action="store_true", help="whole ids even when they do not fit the terminal"
+    )
     with_store(eps)
     eps.set_defaults(run=cmd_episodes)
 
@@ -333,7 +421,7 @@ def build_parser() -> argparse.ArgumentParser:
         description="Replay a stored episode up to a step and print the three apps' state "
         "then, as JSON: the world is a projection of the log, so any step can be shown.",
     )
-    show.add_argument("episode_id")
+    show.add_argument("episode_id", help="an episode id, or a prefix that starts only one")
     show.add_argument("--step", type=int, default=None, help="default: the last step")
     with_store(show)
     show.set_defaults(run=cmd_show)
@@ -343,7 +431,7 @@ def build_parser() -> argparse.ArgumentParser:
         help="check an episode's hash chain and re-simulate it",
         description="Exit status 0 when the stored episode verifies, 1 when it does not.",
     )
-    verify.add_argument("episode_id")
+    verify.add_argument("episode_id", help="an episode id, or a prefix that starts only one")
     with_store(verify)
     verify.set_defaults(run=cmd_verify)
 
@@ -378,7 +466,14 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 2
     args = parser.parse_args(argv)
     try:
-        return int(args.run(args))
+        code = int(args.run(args))
+        sys.stdout.flush()  # inside the try: a reader gone away (`| head`) is caught below
+        return code
+    except BrokenPipeError:
+        # The reader closed the pipe (`companyos tasks --suite test | head`): stop quietly, as
+        # any Unix tool would, and keep the interpreter's last flush from complaining.
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        return 141  # 128 + SIGPIPE, what a shell reports for a tool a closed pipe stopped
     except Exception as exc:  # a clear message for the person at the terminal, not a trace
         from companyos.api import ResetError
         from companyos.events import StoreError

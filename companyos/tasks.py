@@ -23,9 +23,48 @@ from companyos.domain import (
 )
 from companyos.domain.chaos import CATALOGUE
 
+BUDGET_SEEDS = 4
+"""Instances per family and difficulty whose step budgets `budgets` looks at (the test suite's
+first ones: a budget depends on the seed's chaos draws, and building one takes a few ms)."""
 
-def catalogue() -> dict[str, Any]:
-    """Everything `companyos tasks` prints, as data (its --json output)."""
+
+def budgets(family: str) -> tuple[int, int]:
+    """The smallest and largest step budget of the family's instances, every difficulty, over
+    the first `BUDGET_SEEDS` seeds of the test suite: what the README's family table shows."""
+    seeds = SUITES["test"].seeds
+    found = [
+        build_instance(family, seeds.start + i, d).max_steps
+        for d in LEVELS
+        for i in range(BUDGET_SEEDS)
+    ]
+    return min(found), max(found)
+
+
+def family_rows() -> list[tuple[str, str, str]]:
+    """(name with its mark, summary, budget range) of every family, in order."""
+    out = []
+    for f in FAMILIES.values():
+        mark = " (original)" if f.original else (" (held out)" if f.name == HELD_OUT else "")
+        lo, hi = budgets(f.name)
+        out.append((f"{f.name}{mark}", f.summary, f"{lo}-{hi}" if lo != hi else str(lo)))
+    return out
+
+
+def markdown_families() -> str:
+    """The README's family table, made from the code (a test checks the README has it)."""
+    lines = [
+        f"| family | the task | step budget (d0-d3, test seeds, {BUDGET_SEEDS} each) |",
+        "|---|---|---|",
+    ]
+    for name, summary, budget in family_rows():
+        family, _, mark = name.partition(" ")
+        lines.append(f"| `{family}`{' ' + mark if mark else ''} | {summary} | {budget} |")
+    return "\n".join(lines)
+
+
+def catalogue(with_budgets: bool = False) -> dict[str, Any]:
+    """Everything `companyos tasks` prints, as data (its --json output); step budgets only
+    when asked (they take seconds: instances are built to know them)."""
     return {
         "generator": GENERATOR,
         "families": [
@@ -35,6 +74,7 @@ def catalogue() -> dict[str, Any]:
                 "summary": f.summary,
                 "original": f.original,
                 "held_out": f.name == HELD_OUT,
+                **({"budget": list(budgets(f.name))} if with_budgets else {}),
             }
             for f in FAMILIES.values()
         ],
@@ -116,7 +156,10 @@ def run(args: argparse.Namespace) -> int:
         for family, difficulty, seed in suite.instances():
             print(instance_id(family, difficulty, seed))
         return 0
-    data = catalogue()
+    if args.markdown:
+        print(markdown_families())
+        return 0
+    data = catalogue(args.budgets)
     if args.json:
         print(json.dumps(data, indent=2))
         return 0
@@ -126,26 +169,29 @@ def run(args: argparse.Namespace) -> int:
 
 def _print_tables(data: dict[str, Any]) -> None:
     from rich.console import Console
-    from rich.table import Table
+
+    from .tables import print_table
 
     console = Console()
-    fams = Table("family", "what the agent must do", "", title="Workflow families")
+    rows = []
     for f in data["families"]:
         mark = "original" if f["original"] else ("held out" if f["held_out"] else "")
-        fams.add_row(f["name"], f["summary"], mark)
-    console.print(fams)
-    levels = Table(
-        "level",
-        "faults",
-        "set-up chaos",
-        "everywhere",
-        "polls",
-        "rejections",
-        "SLA",
-        title="Difficulty (2 = the original CompanyOS)",
+        row = [f["name"], f["summary"], mark]
+        if "budget" in f:
+            lo, hi = f["budget"]
+            row.insert(2, f"{lo}-{hi}" if lo != hi else str(lo))
+        rows.append(row)
+    budgeted = "budget" in data["families"][0]
+    print_table(
+        console,
+        ["family", "what the agent must do", *(["budget"] if budgeted else []), ""],
+        rows,
+        title="Workflow families"
+        + (f" (budget: step limits, d0-d3, {BUDGET_SEEDS} test seeds each)" if budgeted else ""),
+        text={1},
     )
-    for d in data["difficulties"]:
-        levels.add_row(
+    levels = [
+        [
             str(d["level"]),
             f"{d['fault_rate']:.0%}",
             f"p={d['setup_chaos']:g}",
@@ -153,26 +199,39 @@ def _print_tables(data: dict[str, Any]) -> None:
             "{}-{}".format(*d["approval_polls"]),
             f"{d['rejection_rate']:.0%}",
             f"{d['sla_minutes']} min" if d["sla_minutes"] else "-",
-        )
-    console.print(levels)
-    chaos = Table(title="Chaos catalogue")
-    chaos.add_column("kind", no_wrap=True)
-    for header in ("what happens", "d0", "d1", "d2", "d3"):
-        chaos.add_column(header)
-    for k in data["chaos"]:
-        name = k["kind"] + (" *" if k["original"] else "")
-        chaos.add_row(name, k["what"], *k["levels"].values())
-    console.print(chaos)
-    console.print("* the original CompanyOS's seven kinds")
-    suites = Table("suite", "instances", "seeds", "description", title="Frozen suites")
-    for s in data["suites"]:
-        suites.add_row(
-            s["name"], str(s["instances"]), "{}-{}".format(*s["seeds"]), s["description"]
-        )
-    console.print(suites)
+        ]
+        for d in data["difficulties"]
+    ]
+    print_table(
+        console,
+        ["level", "faults", "set-up chaos", "everywhere", "polls", "rejections", "SLA"],
+        levels,
+        title="Difficulty (2 = the original CompanyOS)",
+    )
+    chaos = [
+        [k["kind"] + (" *" if k["original"] else ""), k["what"], *k["levels"].values()]
+        for k in data["chaos"]
+    ]
+    print_table(
+        console,
+        ["kind", "what happens", "d0", "d1", "d2", "d3"],
+        chaos,
+        title="Chaos catalogue (* the original CompanyOS's seven kinds)",
+        text={1},
+    )
+    suites = [
+        [s["name"], str(s["instances"]), "{}-{}".format(*s["seeds"]), s["description"]]
+        for s in data["suites"]
+    ]
+    print_table(
+        console, ["suite", "instances", "seeds", "description"], suites,
+        title="Frozen suites", text={3},
+    )  # fmt: skip
     console.print(
-        f"generator {data['generator']}; `companyos tasks --suite test` lists a suite's instance "
-        "ids, `companyos tasks --instance purchase_order-d2-s17` shows one."
+        f"generator {data['generator']}; `companyos tasks --budgets` adds step budgets, "
+        "`--suite test` lists a suite's instance ids, `--instance purchase_order-d2-s17` shows "
+        "one, and the original CompanyOS's five tasks run under its own ids "
+        "(task_vendor_onboarding, ...)."
     )
 
 
@@ -185,6 +244,16 @@ def add_parser(sub: Any) -> None:
         "world in every version of the generator.",
     )
     p.add_argument("--json", action="store_true", help="print the catalogue as JSON")
+    p.add_argument(
+        "--budgets",
+        action="store_true",
+        help="add each family's range of step budgets (builds instances: a few seconds)",
+    )
+    p.add_argument(
+        "--markdown",
+        action="store_true",
+        help="print the families table as the README has it (made from the code)",
+    )
     p.add_argument(
         "--suite", default=None, help=f"print the instance ids of a suite ({', '.join(SUITES)})"
     )

@@ -10,6 +10,10 @@ or naming a prior approval that is not approved is rejected with the reason. A c
 may still be rejected by chance and must then be escalated, after which it is decided again. A
 request routed to someone out of office is never decided; where requests have an SLA it then
 expires. An approved `data_access` request grants access to the dataset it names.
+
+The original CompanyOS's fixed worlds set other rules (`AppRulesSet`): requests numbered
+APR-001, ..., decided when their status is checked (the latency counts checks, and an escalated
+request is decided at the next check), and requests to someone out of office refused at once.
 """
 
 from __future__ import annotations
@@ -150,20 +154,15 @@ def _no_approval(world: World, approval_id: str) -> list[Event]:
     )
 
 
-def _latency(ctx: Ctx, approval_id: str, purpose: str) -> list[Event]:
+def _latency(world: World, ctx: Ctx, approval_id: str, purpose: str) -> list[Event]:
     """How long the approver takes: drawn, and recorded as chaos when it is more than the
-    next step."""
+    next step (under poll rules: more than the first status check)."""
     lo, hi = ctx.chaos.polls
     n = ctx.rng.randint(ctx.seq, f"{purpose}:{approval_id}", lo, hi)
     if n <= 1:
         return []
-    return [
-        ChaosInjected(
-            kind="approval_latency",
-            target=approval_id,
-            params={"minutes": n * MINUTES_PER_STEP},
-        )
-    ]
+    params = {"polls": n} if world.rules.decide_on == "poll" else {"minutes": n * MINUTES_PER_STEP}
+    return [ChaosInjected(kind="approval_latency", target=approval_id, params=params)]
 
 
 @registry.tool(
@@ -204,6 +203,14 @@ def submit_approval(world: World, p: SubmitApprovalParams, ctx: Ctx) -> list[Eve
             "missing_data",
             f"{atype.name} needs data keys {', '.join(atype.keys)}; missing: {', '.join(missing)}.",
         )
+    away = world.people[approver]
+    if away.out_of_office and world.rules.away_approver == "refuse":
+        return reject(
+            "approver_out_of_office",
+            f"{away.person_id} is out of office (OOO) and takes no requests. Find who covers "
+            f"for them with datahub.get_approver(role); {atype.name} needs the "
+            f"{ROLE_TITLES.get(atype.required_role, atype.required_role)}.",
+        )
     for f in atype.fields:
         # A figure must be a finite number: "inf", "NaN" or 1e999 would match any record.
         if f.kind == "metric" and f.key in p.data and as_number(p.data[f.key]) is None:
@@ -216,7 +223,7 @@ def submit_approval(world: World, p: SubmitApprovalParams, ctx: Ctx) -> list[Eve
     for f in atype.fields:
         if f.kind == "ticket" and isinstance(p.data.get(f.key), str):
             ticket_id = normalize_ticket_id(p.data[f.key])  # type: ignore[arg-type]
-    approval_id = f"APR-{1001 + len(world.approvals)}"
+    approval_id = world.rules.approval_id(len(world.approvals))
     return [
         ApprovalSubmitted(
             approval_id=approval_id,
@@ -225,7 +232,7 @@ def submit_approval(world: World, p: SubmitApprovalParams, ctx: Ctx) -> list[Eve
             data=dict(p.data),
             ticket_id=ticket_id,
         ),
-        *_latency(ctx, approval_id, "latency"),
+        *_latency(world, ctx, approval_id, "latency"),
     ]
 
 
@@ -306,8 +313,8 @@ def due_events(world: World, ctx: Ctx) -> list[Event]:
     now = world.clock
     sla = world.services.sla
     for a in world.approvals.values():
-        if a.status != "pending":
-            continue
+        if a.status != "pending" or a.decide_at_poll is not None:
+            continue  # decided already, or decided when its status is checked
         if not world.people[a.approver].out_of_office and now >= a.due_at:
             out += review(world, a, ctx)
         elif sla is not None and now >= a.pending_since + sla:
@@ -325,7 +332,17 @@ def check_status(world: World, p: ApprovalIdParams, ctx: Ctx) -> list[Event]:
     a = _find(world, p.approval_id)
     if a is None:
         return _no_approval(world, p.approval_id)
-    return [ApprovalPolled(approval_id=a.approval_id, polls=a.polls + 1, status=a.status)]
+    polls = a.polls + 1
+    if (
+        a.status == "pending"
+        and a.decide_at_poll is not None
+        and polls >= a.decide_at_poll
+        and not world.people[a.approver].out_of_office
+    ):  # poll rules: this check gets the decision
+        decided = review(world, a, ctx)
+        status = decided[-1].decision  # type: ignore[attr-defined]
+        return [*decided, ApprovalPolled(approval_id=a.approval_id, polls=polls, status=status)]
+    return [ApprovalPolled(approval_id=a.approval_id, polls=polls, status=a.status)]
 
 
 @registry.tool(
@@ -350,10 +367,10 @@ def escalate(world: World, p: EscalateParams, ctx: Ctx) -> list[Event]:
             "not_rejected",
             f"Only rejected approvals can be escalated; {a.approval_id} is {a.status}.{hint}",
         )
-    return [
-        ApprovalEscalated(approval_id=a.approval_id, reason=p.reason),
-        *_latency(ctx, a.approval_id, f"latency:{a.escalations + 1}"),
-    ]
+    escalated = ApprovalEscalated(approval_id=a.approval_id, reason=p.reason)
+    if world.rules.decide_on == "poll":
+        return [escalated]  # decided at the next status check, as the original's were
+    return [escalated, *_latency(world, ctx, a.approval_id, f"latency:{a.escalations + 1}")]
 
 
 @registry.tool(
@@ -455,6 +472,7 @@ def on_submitted(world: World, e: ApprovalSubmitted) -> World:
         evidence(world, e),
         due_at=world.clock + MINUTES_PER_STEP,
         pending_since=world.clock,
+        decide_at_poll=1 if world.rules.decide_on == "poll" else None,
     )
     return world._replace(approvals={**world.approvals, e.approval_id: a})
 
@@ -504,12 +522,15 @@ def on_escalated(world: World, e: ApprovalEscalated) -> World:
             reason=None,
             cause=None,
             escalations=a.escalations + 1,
+            decide_at_poll=a.polls + 1 if world.rules.decide_on == "poll" else None,
         ),
     )
 
 
 def on_latency(world: World, e: ChaosInjected) -> World:
     a = world.approvals[e.target]
+    if "polls" in e.params:  # poll rules: decided at the n-th status check from now
+        return _put(world, a._replace(decide_at_poll=a.polls + int(e.params["polls"])))
     # Logs of the first schema counted polls; one poll is one step of the clock.
     minutes = int(
         e.params.get("minutes", int(e.params.get("polls_required", 1)) * MINUTES_PER_STEP)

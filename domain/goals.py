@@ -11,13 +11,30 @@ from .approvalflow import request_object
 from .model import Approval, Metric, Ticket, World, same_text
 
 EDITABLE = ("priority", "assignee", "status", "verified", "resolution", "linked_approval")
+ANY_VALUE = "*"
+"""A ticket goal's field value that any non-empty value meets: the original CompanyOS's tasks
+asked for a missing priority or assignee to be set, not for a particular one."""
+ANY_EXAMPLES = {"priority": "high", "assignee": "on-call engineer"}
+"""What a planner sets where any value will do."""
 
 
 # ------------------------------------------------------------------ tickets
 
 
+def value_ok(have: object, want: str) -> bool:
+    """A ticket field's value meets a goal's value (`ANY_VALUE`: any non-empty one)."""
+    if want == ANY_VALUE:
+        return isinstance(have, str) and bool(have.strip())
+    return same_text(have, want)
+
+
 def field_ok(t: Ticket | None, tg: TicketGoal, name: str) -> bool:
-    return t is not None and same_text(t.get(name), tg.fields[name])
+    return t is not None and value_ok(t.get(name), tg.fields[name])
+
+
+def target_value(name: str, want: str) -> str:
+    """A value that meets a ticket goal's ``want`` for field ``name``."""
+    return ANY_EXAMPLES.get(name, "set") if want == ANY_VALUE else want
 
 
 def unblocked(t: Ticket | None) -> bool:
@@ -78,7 +95,7 @@ def submission_ok(world: World, a: Approval, goal: Goal, index: int) -> bool:
     return (
         a.approval_type == ag.approval_type
         and a.approver == ev.routed_to
-        and a.ticket_id == goal.ticket_id
+        and (a.ticket_id == goal.ticket_id or not _names_ticket(world, a.approval_type))
         and not ev.mismatched
         and not ev.unread
         and not ev.prior_missing
@@ -112,6 +129,13 @@ def _priors_ok(world: World, a: Approval, goal: Goal, index: int) -> bool:
         if not any(submission_ok(world, prior, goal, j) for j in slots):
             return False
     return True
+
+
+def _names_ticket(world: World, approval_type: str) -> bool:
+    """Requests of this type name their ticket (the original's types mostly did not: their
+    request is about the task's ticket by being the task's request)."""
+    t = world.approval_types.get(approval_type)
+    return t is None or any(f.kind == "ticket" for f in t.fields)
 
 
 def valid_submissions(world: World, goal: Goal, index: int) -> list[Approval]:
@@ -188,7 +212,10 @@ def _request_damage(world: World, g: Goal) -> list[str]:
         if a.approver != a.evidence.routed_to:
             out.append(f"{tag}:approver")
         about = request_object(atype, a.data)
-        if (about not in g.access) if grants else (about != g.ticket_id):
+        if grants:
+            if about not in g.access:
+                out.append(f"{tag}:object")
+        elif about != g.ticket_id and _names_ticket(world, a.approval_type):
             out.append(f"{tag}:object")
         if a.evidence.duplicate_of is not None:
             out.append(f"{tag}:duplicate")

@@ -40,6 +40,9 @@ from .company import (
 from .families import FAMILIES, FAMILY_NAMES, ChaosItem, Draft
 from .families.base import away
 from .model import World
+from .original import TASK_IDS as ORIGINAL_TASK_IDS
+from .original import episode_events as original_episode
+from .original import resolve_task as original_task
 from .rng import AdversarialRNG, KeyedRNG
 
 GENERATOR = "companyos/3"
@@ -104,8 +107,9 @@ def resolve_family(task_id: str | int | None, rng: KeyedRNG) -> str:
             return key
     names = ", ".join(FAMILY_NAMES)
     raise UnknownScenario(
-        f"unknown task {task_id!r}: use a family name ({names}) or an index 0-"
-        f"{len(FAMILY_NAMES) - 1}; `companyos tasks` lists them"
+        f"unknown task {task_id!r}: use a family name ({names}), an index 0-"
+        f"{len(FAMILY_NAMES) - 1}, or an original task id ({', '.join(ORIGINAL_TASK_IDS)}); "
+        "`companyos tasks` lists them"
     )
 
 
@@ -315,7 +319,10 @@ def start_world(events: list[Event]) -> World:
     task = events[1]
     assert isinstance(task, TaskAssigned)
     parsed = parse_instance_id(task.instance_id)
-    assert parsed is not None
+    if parsed is None:  # the original's fixed world (`domain.original`): a short fold
+        from .world import fold
+
+        return fold(events)
     family, difficulty, seed = parsed
     return evolve(setup_world(family, seed, difficulty), started)
 
@@ -395,6 +402,18 @@ def build_episode(
     show_progress: bool = False,
 ) -> list[Event]:
     """The opening events of an episode: lifecycle, task, the world, its chaos."""
+    original = original_task(task_id)
+    if original is not None:  # the original CompanyOS's fixed world, under its task id
+        return original_episode(
+            original,
+            seed,
+            difficulty,
+            generator=GENERATOR,
+            reward_profile=reward_profile,
+            max_steps=max_steps,
+            forked_from=forked_from,
+            agent=agent,
+        )
     family = resolve_family(task_id, KeyedRNG(seed))
     inst = build_instance(family, seed, difficulty)
     budget = inst.max_steps if max_steps is None else max_steps

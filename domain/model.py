@@ -191,6 +191,9 @@ class Approval(NamedTuple):
     chance_rejections: int = 0
     escalations: int = 0
     decided_at: int | None = None
+    decide_at_poll: int | None = None
+    """Under poll rules (`AppRules.decide_on`): the status check that gets the decision (the
+    clock then decides nothing)."""
 
 
 class EpisodeInfo(NamedTuple):
@@ -229,6 +232,24 @@ class Services(NamedTuple):
     """Minutes a request may stay undecided before it expires."""
 
 
+class AppRules(NamedTuple):
+    """The apps' conventions (`AppRulesSet`); the defaults are the generated worlds'."""
+
+    first_approval_number: int = 1001
+    approval_number_digits: int = 0
+    decide_on: str = "clock"
+    """"clock": approvers decide when a request is due; "poll": when its status is checked."""
+    away_approver: str = "pending"
+    """"pending": a request to someone away waits; "refuse": it is refused at once."""
+    closed_read_only: bool = True
+    link_needs_approval: bool = True
+    """Linking an approval to a ticket needs the approval to exist."""
+
+    def approval_id(self, index: int) -> str:
+        """The id of the ``index``-th request of an episode (0 for the first)."""
+        return f"APR-{self.first_approval_number + index:0{self.approval_number_digits}d}"
+
+
 class World(NamedTuple):
     info: EpisodeInfo | None = None
     task: Task | None = None
@@ -247,6 +268,7 @@ class World(NamedTuple):
     baseline: Mapping[str, Ticket] | None = None
     """The tickets as the task found them (set by the first call): collateral damage is any
     change from this that the task did not call for."""
+    rules: AppRules = AppRules()
 
     @property
     def ended(self) -> bool:

@@ -96,7 +96,7 @@ def _candidates(world: World, g: Goal, aware: bool) -> Iterator[Call]:
             yield _update(t.ticket_id, "status", "open")
         for name, value in tg.fields.items():
             if not goals.field_ok(t, tg, name):
-                yield _update(t.ticket_id, name, value)
+                yield _update(t.ticket_id, name, goals.target_value(name, value))
         if tg.verify and not t.verified:
             yield _update(t.ticket_id, "verified", True)
         if tg.status is not None and t.status != tg.status:

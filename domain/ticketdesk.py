@@ -1,7 +1,8 @@
 """TicketDesk: Jira-like tickets with missing fields and blocked states.
 
 Rules (as in the original): an approval can be linked only to a verified ticket; a blocked
-ticket cannot be closed directly. Closing is irreversible: a closed ticket is read-only.
+ticket cannot be closed directly. Closing is irreversible: a closed ticket is read-only, and a
+link must name an existing approval (the original's fixed worlds relax both: `AppRulesSet`).
 """
 
 from __future__ import annotations
@@ -200,7 +201,7 @@ def update_ticket(world: World, p: UpdateTicketParams, ctx: Ctx) -> list[Event]:
     ticket = world.tickets.get(tid)
     if ticket is None:
         return _no_ticket(tid)
-    if ticket.status == "closed":
+    if ticket.status == "closed" and world.rules.closed_read_only:
         return reject(
             "ticket_closed",
             f"{tid} is closed and closed tickets are read-only; closing cannot be undone.",
@@ -218,7 +219,7 @@ def update_ticket(world: World, p: UpdateTicketParams, ctx: Ctx) -> list[Event]:
                 f"An approval can be linked only to a verified ticket: verify {tid} first "
                 "(update_ticket field='verified' value=true).",
             )
-        if new not in world.approvals:
+        if new not in world.approvals and world.rules.link_needs_approval:
             return reject(
                 "approval_not_found",
                 f"No approval {new!r}. List requests with approvalflow.list_approvals().",

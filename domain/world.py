@@ -6,6 +6,7 @@ from collections.abc import Callable, Iterable
 from typing import Any
 
 from companyos.events.types import (
+    AppRulesSet,
     ChaosInjected,
     EpisodeEnded,
     EpisodeStarted,
@@ -16,7 +17,7 @@ from companyos.events.types import (
 )
 
 from . import approvalflow, datahub, ticketdesk
-from .model import MINUTES_PER_STEP, ChaosLedger, EpisodeInfo, Task, World
+from .model import MINUTES_PER_STEP, AppRules, ChaosLedger, EpisodeInfo, Task, World
 
 Evolve = Callable[[World, Any], World]
 
@@ -59,6 +60,18 @@ def _called(world: World, e: ToolCalled) -> World:
         calls = {**world.services.calls, e.app: (*kept, clock)}
         changes["services"] = world.services._replace(calls=calls)
     return world._replace(**changes)
+
+
+def _rules(world: World, e: AppRulesSet) -> World:
+    rules = AppRules(
+        e.first_approval_number,
+        e.approval_number_digits,
+        e.decide_on,
+        e.away_approver,
+        e.closed_read_only,
+        e.link_needs_approval,
+    )
+    return world._replace(rules=rules)
 
 
 def _ended(world: World, e: EpisodeEnded) -> World:
@@ -121,6 +134,7 @@ def _chaos(world: World, e: ChaosInjected) -> World:
 EVOLVERS: dict[str, Evolve] = {
     "EpisodeStarted": _started,
     "TaskAssigned": _task,
+    "AppRulesSet": _rules,
     "ToolCalled": _called,
     "EpisodeEnded": _ended,
     "FaultInjected": _fault,

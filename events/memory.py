@@ -105,14 +105,25 @@ class InMemoryEventStore(EventStore):
         return [_record(r) for r in chosen]
 
     def streams(
-        self, after_position: int = 0, limit: int = 100, prefix: str | None = None
+        self,
+        after_position: int = 0,
+        limit: int = 100,
+        prefix: str | None = None,
+        *,
+        newest_first: bool = False,
+        before_position: int | None = None,
     ) -> list[StreamInfo]:
         with self._lock:
             infos = [self._info(s) for s in self._order]
         firsts = [i.first_position for i in infos]
-        start = bisect.bisect_right(firsts, after_position)
+        if newest_first:
+            bound = before_position
+            end = len(infos) if bound is None else bisect.bisect_left(firsts, bound)
+            chosen = infos[:end][::-1]
+        else:
+            chosen = infos[bisect.bisect_right(firsts, after_position) :]
         out: list[StreamInfo] = []
-        for info in infos[start:]:
+        for info in chosen:
             if prefix is None or info.stream_id.startswith(prefix):
                 out.append(info)
                 if len(out) >= limit:

@@ -523,13 +523,25 @@ class SQLEventStore(EventStore):
         return [_record(r) for r in self._rows(q)]
 
     def streams(
-        self, after_position: int = 0, limit: int = 100, prefix: str | None = None
+        self,
+        after_position: int = 0,
+        limit: int = 100,
+        prefix: str | None = None,
+        *,
+        newest_first: bool = False,
+        before_position: int | None = None,
     ) -> list[StreamInfo]:
-        q = select(STREAMS).where(STREAMS.c.first_position > _i64(after_position))
+        if newest_first:
+            q = select(STREAMS)
+            if before_position is not None:
+                q = q.where(STREAMS.c.first_position < _i64(before_position))
+        else:
+            q = select(STREAMS).where(STREAMS.c.first_position > _i64(after_position))
         if prefix:
             escaped = prefix.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_")
             q = q.where(STREAMS.c.stream_id.like(escaped + "%", escape="\\"))
-        q = q.order_by(STREAMS.c.first_position).limit(max(0, _i64(limit)))
+        order = STREAMS.c.first_position.desc() if newest_first else STREAMS.c.first_position
+        q = q.order_by(order).limit(max(0, _i64(limit)))
         return [self._info(r) for r in self._rows(q)]
 
     def stream_info(self, stream: str) -> StreamInfo | None:

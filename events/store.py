@@ -163,10 +163,18 @@ class EventStore(abc.ABC):
 
     @abc.abstractmethod
     def streams(
-        self, after_position: int = 0, limit: int = 100, prefix: str | None = None
+        self,
+        after_position: int = 0,
+        limit: int = 100,
+        prefix: str | None = None,
+        *,
+        newest_first: bool = False,
+        before_position: int | None = None,
     ) -> list[StreamInfo]:
         """Streams in creation order, those created after ``after_position`` (a stream's
-        ``first_position``), optionally only ids starting with ``prefix``."""
+        ``first_position``), optionally only ids starting with ``prefix``. With
+        ``newest_first``, in reverse creation order, those created before ``before_position``
+        (None: the newest): a listing that people read starts with what they just did."""
 
     @abc.abstractmethod
     def version(self, stream: str) -> int:

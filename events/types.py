@@ -249,6 +249,37 @@ class ChaosInjected(Event):
     params: dict[str, Any] = Field(default_factory=dict)
 
 
+class AppRulesSet(Event):
+    """How the apps behave where a world's conventions differ from the generated worlds'.
+
+    The original CompanyOS's fixed worlds (`domain.original`) number requests APR-001,
+    APR-002, ...; their approvers decide a request when its status is checked, after the
+    number of checks its latency says, not as the clock passes; a request addressed to an
+    approver who is out of office is refused at once; a closed ticket can still be edited; and
+    linking an approval to a verified ticket does not check that the approval exists. Without
+    this event a world keeps the defaults: APR-1001, ..., decisions on the clock, requests to
+    someone away left pending, closed tickets read-only, links only to existing approvals."""
+
+    type: Literal["AppRulesSet"] = "AppRulesSet"
+    first_approval_number: int = 1001
+    approval_number_digits: int = 0
+    """Zero-padding of the number in approval ids (3: APR-001)."""
+    decide_on: Literal["clock", "poll"] = "clock"
+    away_approver: Literal["pending", "refuse"] = "pending"
+    closed_read_only: bool = True
+    link_needs_approval: bool = True
+
+
+class ClientEpisodeSet(Event):
+    """A compatibility client's current episode (`api.original`): the original served one
+    episode to whoever called it, so its clients never name one. Each client name has a stream
+    of these; the last says which episode that client's calls go to."""
+
+    type: Literal["ClientEpisodeSet"] = "ClientEpisodeSet"
+    client: str
+    episode_id: str
+
+
 # --------------------------------------------------------------------------- the agent
 
 
@@ -401,6 +432,8 @@ AnyEvent = Annotated[
     | ApproverRegistered
     | ApprovalTypeDefined
     | ChaosInjected
+    | AppRulesSet
+    | ClientEpisodeSet
     | ToolCalled
     | InvalidAction
     | ActionRejected

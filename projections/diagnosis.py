@@ -340,7 +340,7 @@ class _Episode:
         tg = self.wanted.get(tid)
         value = _param(call, "value")
         if tg is not None and field in tg.fields:
-            return same_text(value, tg.fields[field])
+            return goals.value_ok(value, tg.fields[field])
         target = wanted.params.get("value")
         return value == target or same_text(value, target)
 
@@ -575,7 +575,7 @@ class _Episode:
             return
         if tg is None:
             return
-        if field in tg.fields and not same_text(e.new, tg.fields[field]):
+        if field in tg.fields and not goals.value_ok(e.new, tg.fields[field]):
             yield _Suspect(
                 "submitted_wrong_data",
                 s.step,

@@ -11,7 +11,7 @@ per episode chosen so that `dominance_margin` stays positive (a test checks ever
 from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
-from typing import Any, NamedTuple
+from typing import Any, Literal, NamedTuple
 
 from pydantic import BaseModel, ConfigDict
 
@@ -28,6 +28,8 @@ class RewardProfile(BaseModel):
     model_config = ConfigDict(frozen=True, extra="forbid")
 
     name: str = "default"
+    scheme: Literal["potential", "per_action"] = "potential"
+    """"per_action": the original's farmable scheme (`projections.original`), for comparison."""
     step_cost: float = -0.1
     set_priority: float = 1.0
     set_assignee: float = 1.0
@@ -79,6 +81,16 @@ PROFILES: dict[str, RewardProfile] = {
     # budget on penalties (so failing can, with enough penalties, out-score nothing at all).
     "original": RewardProfile(
         name="original", fault=-0.3, chance_rejection=-0.5, penalty_budget=1e9
+    ),
+    # The original's own per-action scheme, which pays a repeated call again: only to reproduce
+    # its figures on the compatibility surface (`api.original`).
+    "original_per_action": RewardProfile(
+        name="original_per_action",
+        scheme="per_action",
+        fault=-0.3,
+        chance_rejection=-0.5,
+        abandon=0.0,
+        penalty_budget=1e9,
     ),
 }
 
@@ -200,6 +212,10 @@ def score_step(
     re-evaluates the milestones, a read included: time passes on every step, and data that has
     gone stale no longer counts as read fresh (``before`` is accepted for callers that pass
     it; it no longer lets a step skip anything)."""
+    if profile.scheme == "per_action":
+        from .original import score_step as per_action
+
+        return per_action(prev, world, events, graph, profile)
     done = graph.achieved(world)
     if done == prev.achieved:
         done, phi = prev.achieved, prev.phi

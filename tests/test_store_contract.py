@@ -210,6 +210,17 @@ class StoreContract:
         page1 = self.store.streams(limit=2)
         page2 = self.store.streams(after_position=page1[-1].first_position, limit=2)
         assert [s.stream_id for s in page1 + page2] == ["ep-1", "ep-2", "session-1", "ep_3"]
+        newest = self.store.streams(limit=2, newest_first=True)
+        older = self.store.streams(
+            limit=10, newest_first=True, before_position=newest[-1].first_position
+        )
+        backwards = ["ep%4", "ep_3", "session-1", "ep-2", "ep-1"]
+        assert [s.stream_id for s in newest + older] == backwards
+        assert [s.stream_id for s in self.store.streams(prefix="ep-", newest_first=True)] == [
+            "ep-2",
+            "ep-1",
+        ]
+        assert self.store.streams(newest_first=True, before_position=-(2**70)) == []
         info = self.store.stream_info("ep-1")
         assert info is not None and info.version == 2
         assert info.last_hash == self.store.read("ep-1")[-1].hash

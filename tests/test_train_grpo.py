@@ -69,11 +69,17 @@ def test_grpo_trains_a_tiny_model_on_rewards_from_real_episodes(tmp_path):
         # Every reward is the return of an episode the server stored, labelled, finished.
         for e in episodes:
             stored = httpx.get(f"{url}/episodes/{e['episode_id']}").json()
-            assert stored["agent"] == "grpo" and stored["outcome"] in ("success", "timeout")
+            assert stored["agent"] == "grpo" and stored["outcome"] in ("success", "failure", "timeout")
             assert stored["total_return"] == pytest.approx(e["return"])
             assert stored["steps"] == e["steps"] and e["model_tokens"] > 0
     assert result["global_step"] == 1 and len(episodes) == 4
     assert sorted(Counter(e["instance"] for e in episodes).values()) == [2, 2]  # 2 groups of 2
     [logged] = [h for h in result["log_history"] if "reward" in h]
     assert logged["reward"] == pytest.approx(statistics.mean(e["return"] for e in episodes))
-    assert result["parameter_change"] > 0  # the optimiser stepped
+    groups: dict[str, set[float]] = {}
+    for e in episodes:
+        groups.setdefault(e["instance"], set()).add(e["return"])
+    if any(len(returns) > 1 for returns in groups.values()):
+        assert result["parameter_change"] > 0  # the optimiser stepped on a real advantage
+    else:  # every group's episodes scored alike: GRPO's advantages are all zero
+        assert result["parameter_change"] == 0

@@ -65,7 +65,7 @@ def test_the_timeline_route_serves_the_projection(http, db, episode_id):
         ("/episodes/..%2F..%2Fetc/timeline", {}, 404, ""),
         (f"/episodes/{'x' * 300}/timeline", {}, 404, "no episode"),
         ("/episodes/{eid}/timeline", {"from_step": 99}, 400, "from_step must be from 1 to"),
-        ("/episodes/{eid}/timeline", {"from_step": 0}, 422, "from_step"),
+        ("/episodes/{eid}/timeline", {"from_step": -1}, 422, "from_step"),
         ("/episodes/{eid}/timeline", {"from_step": "abc"}, 422, "from_step"),
         ("/episodes/{eid}/timeline", {"limit": 0}, 422, "limit"),
         ("/episodes/{eid}/timeline", {"limit": 10_000}, 422, "limit"),

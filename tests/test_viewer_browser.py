@@ -129,7 +129,9 @@ def page(browser, problems) -> Iterator[Any]:
 
 
 def episodes(api: httpx.Client, **filters: Any) -> list[dict[str, Any]]:
-    return api.get("/episodes", params={"limit": 200, **filters}).json()["episodes"]
+    """As the viewer lists them: newest first."""
+    params = {"limit": 200, "order": "newest", **filters}
+    return api.get("/episodes", params=params).json()["episodes"]
 
 
 def rows(page: Any) -> list[str]:
@@ -168,7 +170,7 @@ def fmt(x: float) -> str:
 
 
 def test_the_list_filters_like_the_api(page, server, api):
-    page.goto(f"{server}/viewer")
+    page.goto(f"{server}/")  # the server's address opens the viewer
     assert page.url.endswith("/viewer/#/") or page.url.endswith("/viewer/")
     every = [e["episode_id"] for e in episodes(api)]
     assert shows(page, every) == every and len(every) == len(PLAYS)
@@ -338,6 +340,8 @@ def test_fork_at_a_step_and_continue_with_the_commands_shown(page, server, api):
     page.wait_for_selector("#fork-id")
     new = page.get_attribute("#fork-id", "data-episode-id")
     assert new and new != source
+    notice = page.locator("#notice")  # the key's answer, however far the page is scrolled
+    assert notice.is_visible() and new in notice.inner_text()
 
     forked = api.get(f"/episodes/{new}")
     assert forked.status_code == 200

@@ -124,7 +124,7 @@ async function showList(filters) {
   list.key = filterQuery(filters).toString();
   list.gen += 1; // a page still in flight for the previous filters must not land in this list
   list.rows = [];
-  list.next = 0;
+  list.next = undefined; // the newest first: no cursor yet
   $("#episodes tbody").replaceChildren();
   await loadMore(filters);
 }
@@ -132,7 +132,8 @@ async function showList(filters) {
 async function loadMore(filters) {
   const q = filterQuery(filters);
   q.set("limit", PAGE);
-  if (list.next !== null) q.set("after", list.next);
+  q.set("order", "newest"); // what was just played or forked comes first
+  if (typeof list.next === "number") q.set("before", list.next);
   $("#list-status").textContent = "loading\u2026";
   const gen = list.gen;
   const page = await api(`episodes?${q}`);
@@ -150,7 +151,7 @@ async function loadMore(filters) {
   const n = list.rows.length;
   $("#list-status").textContent =
     n === 0 ? "No episodes match these filters." : `${n} episode${n === 1 ? "" : "s"}${list.next !== null ? " so far" : ""}`;
-  $("#more").hidden = list.next === null || list.next === undefined;
+  $("#more").hidden = typeof list.next !== "number";
 }
 
 function episodeRow(e) {
@@ -724,6 +725,9 @@ function forkPanel(k, episode) {
 
 async function fork(k, result, button) {
   button.disabled = true;
+  const label = button.textContent;
+  button.textContent = "Forking\u2026";
+  notify(`Forking ${k ? `after step ${k}` : "from the start"}\u2026`);
   showError(null);
   try {
     const out = await api(`episodes/${encodeURIComponent(ep.id)}/fork`, {
@@ -751,11 +755,26 @@ async function fork(k, result, button) {
       copyable("Python (CompanyOSClient)", cmds.client, "cmd-python"),
       copyable("Python (OpenEnv GenericEnvClient)", cmds.generic, "cmd-generic"),
     );
+    notify(`Forked: new episode ${out.episode_id}`, episodeHash(out.episode_id, k));
   } catch (err) {
     result.replaceChildren(h("p", { class: "warn", id: "fork-error" }, String(err.message || err)));
+    notify(`Fork failed: ${err.message || err}`);
   } finally {
     button.disabled = false;
+    button.textContent = label;
+    // The panel may be below the fold (the key works from anywhere): bring the answer into view.
+    result.scrollIntoView({ block: "nearest" });
   }
+}
+
+// A short line under the top bar that says what a key press did, wherever the page is scrolled.
+let noticeTimer = null;
+function notify(text, href) {
+  const box = $("#notice");
+  box.replaceChildren(text, href ? h("a", { href }, " open it") : "");
+  box.hidden = false;
+  clearTimeout(noticeTimer);
+  noticeTimer = setTimeout(() => (box.hidden = true), 6000);
 }
 
 // ------------------------------------------------------------------------------ keys
