@@ -69,7 +69,8 @@ def test_grpo_trains_a_tiny_model_on_rewards_from_real_episodes(tmp_path):
         # Every reward is the return of an episode the server stored, labelled, finished.
         for e in episodes:
             stored = httpx.get(f"{url}/episodes/{e['episode_id']}").json()
-            assert stored["agent"] == "grpo" and stored["outcome"] in ("success", "failure", "timeout")
+            assert stored["agent"] == "grpo"
+            assert stored["outcome"] in ("success", "failure", "timeout")
             assert stored["total_return"] == pytest.approx(e["return"])
             assert stored["steps"] == e["steps"] and e["model_tokens"] > 0
     assert result["global_step"] == 1 and len(episodes) == 4
