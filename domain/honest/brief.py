@@ -61,6 +61,11 @@ class Brief:
     above: tuple[str, ...] = ()
     """Hints naming a threshold figure: the first approval of the chain is needed only when the
     subject is above it (a purchase order's CFO sign-off)."""
+    find: tuple[str, ...] = ()
+    """When the text names no ticket: words of the title of the task's ticket, to find it."""
+    fill: dict[str, str] = field(default_factory=dict)
+    """Fields to fill in on the task's ticket if they are empty (the original's tasks asked for
+    a missing priority or assignee to be set, to any value)."""
 
 
 def _tickets(text: str, conditional: bool = False) -> tuple[TicketNeed, ...]:
@@ -245,7 +250,76 @@ def _expense_audit(text: str) -> Brief:
     )
 
 
+# The original CompanyOS's five tasks in its fixed world (`domain.original`): terse texts that
+# name the task but not every id; a person finds the ticket by its title, the request's type by
+# the task, and fills in what the ticket is missing.
+
+
+def _original(
+    family: str,
+    find: tuple[str, ...],
+    subject: tuple[str, ...],
+    entities: dict[str, str],
+    fill: dict[str, str],
+    *,
+    verify: bool = True,
+) -> Callable[[str], Brief]:
+    def read(text: str) -> Brief:
+        named = re.search(r"ticket (T-\d+)", text)
+        main = named.group(1) if named else ""
+        tickets = (TicketNeed(main, verify=verify),) if main else ()
+        return Brief(
+            family,
+            main,
+            tickets,
+            (family.removeprefix("task_"),),
+            entities,
+            subject=subject,
+            find=() if main else find,
+            fill=fill,
+        )
+
+    return read
+
+
 READERS: dict[str, Callable[[str], Brief]] = {
+    "task_vendor_onboarding": _original(
+        "task_vendor_onboarding",
+        ("ACME",),
+        ("compliance",),
+        {"vendor_name": "ACME Corp"},
+        {"priority": "high"},
+    ),
+    "task_expense_report": _original(
+        "task_expense_report",
+        ("expense", "447"),
+        ("expense", "447"),
+        {"employee_id": "john.doe", "report_id": "447"},
+        {},
+    ),
+    "task_bug_escalation": _original(
+        "task_bug_escalation",
+        ("bug",),
+        ("error rate",),
+        {},
+        {"assignee": "Mike Ross"},
+        verify=False,
+    ),
+    "task_license_renewal": _original(
+        "task_license_renewal",
+        ("license",),
+        ("license", "expir"),
+        {"license_name": "Q3 software license"},
+        {},
+    ),
+    "task_handbook_update": _original(
+        "task_handbook_update",
+        ("handbook",),
+        (),
+        {"section": "4", "change_summary": "Revised section 4 of the employee handbook."},
+        {"priority": "medium"},
+    ),
+
     "vendor_onboarding": _vendor_onboarding,
     "expense_report": _expense_report,
     "bug_escalation": _bug_escalation,

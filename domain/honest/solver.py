@@ -60,6 +60,9 @@ class HonestSolver:
 
     def __init__(self, task: str, family: str) -> None:
         self.brief: Brief = read_brief(task, family)
+        self.main: str | None = self.brief.main or None
+        """The task's ticket (found by its title when the text does not name it)."""
+        self.needs: list[TicketNeed] = list(self.brief.tickets)
         self.now = 0
         self.types: dict[str, Any] | None = None
         self.catalog: list[dict[str, Any]] | None = None
@@ -109,6 +112,12 @@ class HonestSolver:
             self.types = result.get("approval_types", {})
         elif method == "list_metrics":
             self.catalog = result.get("metrics", [])
+        elif method == "list_tickets" and self.main is None:
+            for t in result.get("tickets", []):
+                if matches(self.brief.find, str(t.get("title", ""))):
+                    self.main = str(t["ticket_id"])
+                    self.needs = [TicketNeed(self.main, verify=True)]
+                    break
         elif method in ("get_ticket", "update_ticket"):
             view = result.get("ticket", result)
             self.tickets[str(view.get("ticket_id"))] = view
@@ -175,6 +184,8 @@ class HonestSolver:
         """Useful calls, most urgent first (the first whose app is open is made)."""
         b = self.brief
         out: list[Call] = []
+        if self.main is None:
+            out.append(("ticketdesk", "list_tickets", {}))
         if self.types is None:
             out.append(("approvalflow", "list_approval_types", {}))
         if self.catalog is None and (b.subject or b.rule or b.above):
@@ -196,7 +207,8 @@ class HonestSolver:
             self.decision = self._rule_holds()
         if self.decision is False:
             assert b.rule is not None
-            return [_update(b.main, "resolution", b.rule.otherwise)]
+            assert self.main is not None
+            return [_update(self.main, "resolution", b.rule.otherwise)]
         if deciding:
             return self._plan()
         return self._chain()
@@ -219,12 +231,13 @@ class HonestSolver:
 
     def _ticket_work(self) -> list[Call]:
         out: list[Call] = []
-        for need in self.brief.tickets:
+        for need in self.needs:
             view = self.tickets.get(need.ticket_id)
             if view is None:
                 out.append(("ticketdesk", "get_ticket", {"ticket_id": need.ticket_id}))
                 continue
-            fix = _next_fix(view, need)
+            fill = self.brief.fill if need.ticket_id == self.main else {}
+            fix = _next_fix(view, need, fill)
             if fix is not None:
                 out.append(fix)
         return out
@@ -283,7 +296,7 @@ class HonestSolver:
                 if approver is None:
                     out.append(self._lookup("data_access"))
                     continue
-                data = {"dataset": str(dataset), "reason": f"Needed for ticket {self.brief.main}."}
+                data = {"dataset": str(dataset), "reason": f"Needed for ticket {self.main}."}
                 out.append(_submit("data_access", approver, data))
             elif not submit_only:
                 out += self._follow(live)
@@ -357,13 +370,15 @@ class HonestSolver:
             if key in self.brief.entities:
                 data[key] = self.brief.entities[key]
             elif "ticket" in key:
-                data[key] = self.brief.main
+                data[key] = self.main
             elif "approv" in key:
                 if prior is not None:
                     data[key] = prior
                 elif key not in optional:
                     data[key] = ""
-            elif "datahub" in what:
+            elif "datahub" in what or (self.brief.subject and key not in optional):
+                # The figure the work stands on, as its source gave it (a form that does not
+                # say which field is the figure leaves one field unaccounted for: that one).
                 value = self._value(self.brief.subject)
                 data[key] = value if value is not None else ""
             elif key not in optional:
@@ -371,10 +386,13 @@ class HonestSolver:
         return data
 
 
-def _next_fix(view: dict[str, Any], need: TicketNeed) -> Call | None:
+def _next_fix(view: dict[str, Any], need: TicketNeed, fill: dict[str, str]) -> Call | None:
     tid = need.ticket_id
     if view.get("status") == "blocked":
         return _update(tid, "status", "open")
+    for name, value in fill.items():
+        if not view.get(name) or view.get(name) == "unknown":
+            return _update(tid, name, value)
     if need.priority and view.get("priority") != need.priority:
         return _update(tid, "priority", need.priority)
     if need.assignee and view.get("assignee") != need.assignee:

@@ -454,9 +454,28 @@ def instance_id(task_id: str, difficulty: int, seed: int) -> str:
 
 
 @functools.lru_cache(maxsize=32)
+def budget(task_id: str, difficulty: int) -> int:
+    """The task's step budget: the original's own up to its chaos level (difficulty 2); above
+    it, where the original never went, at least the honest solver's worst case (with the level's
+    fault slack striking first), as for every generated instance."""
+    own = TASKS[task_id].max_steps
+    if difficulty <= 2:
+        return own
+    from ..chaos import profile
+    from ..instances import honest_worst_case
+
+    events, worst = setup(task_id, difficulty)
+    slack = profile(difficulty).min_fault_slack
+    return max(
+        own, worst + slack, honest_worst_case(task_id, 0, difficulty, events, faults=slack)
+    )
+
+
+@functools.lru_cache(maxsize=32)
 def setup(task_id: str, difficulty: int) -> tuple[tuple[Event, ...], int]:
     """Every opening event but `EpisodeStarted` (they do not depend on the seed), and the
-    steps the oracle needs when every chance draw goes against it (transient faults aside)."""
+    worst case the transient faults are capped against: up to the original's level, the
+    oracle's (its solver's) as the original's chaos had it; above it, the honest solver's."""
     task = TASKS[task_id]
     assigned = TaskAssigned(
         text=task.text,
@@ -465,9 +484,12 @@ def setup(task_id: str, difficulty: int) -> tuple[tuple[Event, ...], int]:
         instance_id=instance_id(task_id, difficulty, 0),
     )
     events = (assigned, *_world_events())
-    from ..instances import oracle_worst_case as worst_case  # the solvability check
+    from ..instances import honest_worst_case, oracle_worst_case
 
-    return events, worst_case(task_id, 0, difficulty, events)
+    oracle = oracle_worst_case(task_id, 0, difficulty, events)  # it must finish too
+    if difficulty <= 2:
+        return events, oracle  # the original's fault rate, capped as the original's solver needs
+    return events, honest_worst_case(task_id, 0, difficulty, events, faults=0)
 
 
 def episode_events(
@@ -483,16 +505,15 @@ def episode_events(
 ) -> list[Event]:
     """The opening events of an episode of an original task (``task_id`` as `resolve_task`
     returns it)."""
-    task = TASKS[task_id]
     events, worst = setup(task_id, difficulty)
-    budget = task.max_steps if max_steps is None else max_steps
+    steps = budget(task_id, difficulty) if max_steps is None else max_steps
     started = EpisodeStarted(
         seed=seed,
         scenario=task_id,
         difficulty=difficulty,
-        max_steps=budget,
+        max_steps=steps,
         reward_profile=reward_profile,
-        fault_budget=max(0, budget - worst),
+        fault_budget=max(0, steps - worst),
         forked_from=forked_from,
         generator=generator,
         agent=agent,
