@@ -319,7 +319,6 @@ READERS: dict[str, Callable[[str], Brief]] = {
         {"section": "4", "change_summary": "Revised section 4 of the employee handbook."},
         {"priority": "medium"},
     ),
-
     "vendor_onboarding": _vendor_onboarding,
     "expense_report": _expense_report,
     "bug_escalation": _bug_escalation,

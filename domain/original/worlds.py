@@ -466,9 +466,7 @@ def budget(task_id: str, difficulty: int) -> int:
 
     events, worst = setup(task_id, difficulty)
     slack = profile(difficulty).min_fault_slack
-    return max(
-        own, worst + slack, honest_worst_case(task_id, 0, difficulty, events, faults=slack)
-    )
+    return max(own, worst + slack, honest_worst_case(task_id, 0, difficulty, events, faults=slack))
 
 
 @functools.lru_cache(maxsize=32)
