@@ -67,13 +67,17 @@ class InMemoryEventStore(EventStore):
                 return []
             prev_hash = current[-1][6] if current else GENESIS
             at = now()
-            base = len(self._log)
+            position = len(self._log)
             recorded, rows = [], []
-            for i, s in enumerate(seal(stream, events, expected_version, prev_hash), 1):
-                rows.append(
-                    (stream, s.seq, base + i, s.type, s.schema_version, s.data_json, s.hash, at)
+            for s in seal(stream, events, expected_version, prev_hash):
+                position += 1
+                seq, kind, version, h = s.seq, s.type, s.schema_version, s.hash
+                rows.append((stream, seq, position, kind, version, s.data_json, h, at))
+                recorded.append(
+                    RecordedEvent(
+                        stream, seq, position, s.event_id, kind, version, s.data, h, at, s.event
+                    )
                 )
-                recorded.append(s.recorded(stream, base + i, at))
             self._log.extend(rows)
             if current is None:
                 self._streams[stream] = rows

@@ -16,7 +16,7 @@ from dataclasses import dataclass
 from hashlib import sha256
 from typing import Any, NamedTuple
 
-from .chain import GENESIS, canonical, event_body_from_json
+from .chain import _TYPE_JSON, GENESIS, canonical, event_type_json
 from .types import Event
 
 NEW_STREAM = -1
@@ -129,13 +129,22 @@ def seal(
     out: list[SealedEvent] = []
     seq = expected_version
     prev = prev_hash.encode("ascii")
+    payload_json = _payload_json
     for ev in events:
         seq += 1
-        data, data_json = _payload_json(ev)
-        body = event_body_from_json(seq, ev.type, ev.schema_version, data_json)
+        kind = ev.type
+        data, data_json = payload_json(ev)
+        type_json = _TYPE_JSON.get(kind) or event_type_json(kind)
+        # The bytes `chain.event_body` hashes, written straight from the canonical payload.
+        body = b'{"data":%s,"seq":%d,"type":%s,"v":%d}' % (
+            data_json,
+            seq,
+            type_json,
+            ev.schema_version,
+        )
         h = sha256(prev + body).hexdigest()
         out.append(
-            SealedEvent(seq, f"{stream}:{seq}", ev.type, ev.schema_version, data, data_json, h, ev)
+            SealedEvent(seq, f"{stream}:{seq}", kind, ev.schema_version, data, data_json, h, ev)
         )
         prev = h.encode("ascii")
     return out
