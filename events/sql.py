@@ -271,6 +271,13 @@ class SQLEventStore(EventStore):
         self._since = 0.0
         self._closed = threading.Event()
         self._flusher: threading.Thread | None = None
+        self._heads: dict[str, tuple[int, str]] = {}
+        """Streams appended to in the open group: (version, last hash). Exact while the group's
+        transaction holds the write lock (nobody else can write), so their appends need not
+        read the head back; cleared when the group ends."""
+        self._dirty: dict[str, tuple[int, str, float]] = {}
+        """Existing streams whose head the open group moved: written once, at its commit."""
+        self._inserts: dict[int, str] = {}
         if self.dialect == "sqlite":
             self._engine = self._sqlite_engine(url, synchronous)
         elif self.dialect == "postgresql":
@@ -357,6 +364,10 @@ class SQLEventStore(EventStore):
 
     def _drop_writer(self) -> None:
         conn, self._conn = self._conn, None
+        # Whatever the open group held is gone with its transaction.
+        self._open, self._pending = False, 0
+        self._heads.clear()
+        self._dirty.clear()
         if conn is not None:
             with contextlib.suppress(Exception):
                 conn.invalidate()
@@ -424,8 +435,20 @@ class SQLEventStore(EventStore):
 
     def _commit_group(self) -> None:
         if self._open:
+            cur = self._writer().cursor()
+            if self._dirty:
+                q = self._sql.advance
+                cur.executemany(
+                    q.sql,
+                    [
+                        q._params({"sid": sid, "v": v, "h": h, "at": at})
+                        for sid, (v, h, at) in self._dirty.items()
+                    ],
+                )
             self._open, self._pending = False, 0
-            self._writer().cursor().execute("COMMIT")
+            self._heads.clear()
+            self._dirty.clear()
+            cur.execute("COMMIT")
 
     def flush(self) -> None:
         """Commit the open group now (a no-op unless ``group_commit`` > 1)."""
@@ -451,9 +474,12 @@ class SQLEventStore(EventStore):
         self, cur: Any, stream: str, events: Sequence[Event], expected_version: int
     ) -> list[RecordedEvent]:
         q = self._sql
-        if self.dialect == "postgresql":
-            q.lock.run(cur, k=_APPEND_LOCK_KEY)
-        head = q.head.run(cur, stream_id=stream).fetchone()
+        grouped = self._open
+        head = self._heads.get(stream) if grouped else None
+        if head is None:
+            if self.dialect == "postgresql":
+                q.lock.run(cur, k=_APPEND_LOCK_KEY)
+            head = q.head.run(cur, stream_id=stream).fetchone()
         actual = head[0] if head is not None else -1
         if actual != expected_version:
             raise ConcurrencyConflict(stream, expected_version, actual)
@@ -461,23 +487,21 @@ class SQLEventStore(EventStore):
             return []
         sealed = seal(stream, events, expected_version, head[1] if head else GENESIS)
         at = now()
-        q.insert.run_many(
-            cur,
-            [
-                {
-                    "episode_id": stream,
-                    "seq": s.seq,
-                    "event_id": s.event_id,
-                    "type": s.type,
-                    "schema_version": s.schema_version,
-                    "payload": s.data_json.decode(),
-                    "hash": s.hash,
-                    "recorded_at": at,
-                }
-                for s in sealed
-            ],
-        )
-        positions = [r[0] for r in q.positions.run(cur, episode_id=stream, lo=sealed[0].seq)]
+        params: list[Any] = []
+        for s in sealed:
+            params += (
+                stream,
+                s.seq,
+                s.event_id,
+                s.type,
+                s.schema_version,
+                s.data_json.decode(),
+                s.hash,
+                at,
+            )
+        # One statement inserts the step's events and hands back their positions.
+        rows = cur.execute(self._insert_sql(len(sealed)), params).fetchall()
+        positions = [p for p, _ in sorted(rows, key=lambda r: r[1])]
         last = sealed[-1]
         if head is None:
             q.create.run(
@@ -489,9 +513,25 @@ class SQLEventStore(EventStore):
                 created_at=at,
                 updated_at=at,
             )
+        elif grouped:
+            self._dirty[stream] = (last.seq, last.hash, at)
         else:
             q.advance.run(cur, sid=stream, v=last.seq, h=last.hash, at=at)
+        if grouped:
+            self._heads[stream] = (last.seq, last.hash)
         return [s.recorded(stream, pos, at) for s, pos in zip(sealed, positions, strict=True)]
+
+    def _insert_sql(self, n: int) -> str:
+        """INSERT of ``n`` events RETURNING (position, seq), in the driver's parameter style."""
+        sql = self._inserts.get(n)
+        if sql is None:
+            mark = "?" if self._engine.dialect.paramstyle == "qmark" else "%s"
+            row = "(" + ", ".join([mark] * 8) + ")"
+            sql = self._inserts[n] = (
+                "INSERT INTO events (episode_id, seq, event_id, type, schema_version, payload, "
+                f"hash, recorded_at) VALUES {', '.join([row] * n)} RETURNING position, seq"
+            )
+        return sql
 
     # ------------------------------------------------------------------ reads
 
