@@ -14,6 +14,7 @@ from collections.abc import Sequence
 
 import orjson
 
+from .snapshots import Snapshot
 from .store import (
     GENESIS,
     ConcurrencyConflict,
@@ -54,6 +55,7 @@ class InMemoryEventStore(EventStore):
         self._streams: dict[str, list[Row]] = {}
         self._created: dict[str, tuple[float, int]] = {}
         self._order: list[str] = []
+        self._snapshots: dict[str, Snapshot] = {}
 
     def append(
         self, stream: str, events: Sequence[Event], expected_version: int
@@ -142,3 +144,14 @@ class InMemoryEventStore(EventStore):
         with self._lock:
             rows = self._streams.get(stream)
             return rows[-1][1] if rows else -1
+
+    def save_snapshot(self, snapshot: Snapshot) -> None:
+        # Kept as the very objects: the state is immutable, so there is nothing to copy.
+        with self._lock:
+            kept = self._snapshots.get(snapshot.stream)
+            if kept is None or kept.version < snapshot.version:
+                self._snapshots[snapshot.stream] = snapshot
+
+    def load_snapshot(self, stream: str) -> Snapshot | None:
+        with self._lock:
+            return self._snapshots.get(stream)

@@ -24,6 +24,7 @@ from sqlalchemy import (
     Column,
     Double,
     Integer,
+    LargeBinary,
     String,
     Text,
     UniqueConstraint,
@@ -39,6 +40,7 @@ from sqlalchemy.engine import Dialect, Engine, make_url
 from sqlalchemy.exc import DBAPIError, IntegrityError
 from sqlmodel import Field, SQLModel
 
+from .snapshots import Snapshot, decode, encode
 from .store import (
     GENESIS,
     ConcurrencyConflict,
@@ -88,9 +90,24 @@ class StreamRow(SQLModel, table=True):
     updated_at: float = Field(sa_column=Column(Double, nullable=False))
 
 
+class SnapshotRow(SQLModel, table=True):
+    """The latest snapshot of a stream's fold (`events.snapshots`): a cache, never read as
+    the truth; dropping the table loses only speed."""
+
+    __tablename__ = "snapshots"
+
+    stream_id: str = Field(sa_column=Column(String(128), primary_key=True))
+    version: int = Field(sa_column=Column(Integer, nullable=False))
+    hash: str = Field(sa_column=Column(String(64), nullable=False))
+    tag: str = Field(sa_column=Column(String(200), nullable=False))
+    state: bytes = Field(sa_column=Column(LargeBinary, nullable=False))
+    created_at: float = Field(sa_column=Column(Double, nullable=False))
+
+
 EVENTS = EventRow.__table__  # type: ignore[attr-defined]
 STREAMS = StreamRow.__table__  # type: ignore[attr-defined]
-_TABLES = [EVENTS, STREAMS]
+SNAPSHOTS = SnapshotRow.__table__  # type: ignore[attr-defined]
+_TABLES = [EVENTS, STREAMS, SNAPSHOTS]
 
 _EVENT_COLUMNS = [
     EVENTS.c.episode_id,
@@ -532,6 +549,66 @@ class SQLEventStore(EventStore):
                 f"hash, recorded_at) VALUES {', '.join([row] * n)} RETURNING position, seq"
             )
         return sql
+
+    # ------------------------------------------------------------------ snapshots
+
+    def save_snapshot(self, snapshot: Snapshot) -> None:
+        """Upsert the stream's snapshot (a later version wins). A cache: a failure is logged
+        and changes nothing else, inside an open group too (its own savepoint)."""
+        mark = "?" if self._engine.dialect.paramstyle == "qmark" else "%s"
+        sql = (
+            "INSERT INTO snapshots (stream_id, version, hash, tag, state, created_at) VALUES "
+            f"({', '.join([mark] * 6)}) ON CONFLICT (stream_id) DO UPDATE SET "
+            "version = excluded.version, hash = excluded.hash, tag = excluded.tag, "
+            "state = excluded.state, created_at = excluded.created_at "
+            "WHERE excluded.version > snapshots.version"
+        )
+        params = (
+            snapshot.stream,
+            snapshot.version,
+            snapshot.hash,
+            snapshot.tag,
+            encode(snapshot.state),
+            now(),
+        )
+        with self._wlock:
+            try:
+                cur = self._writer().cursor()
+                if self._open:
+                    cur.execute("SAVEPOINT snapshot")
+                    try:
+                        cur.execute(sql, params)
+                    except BaseException:
+                        cur.execute("ROLLBACK TO snapshot")
+                        cur.execute("RELEASE snapshot")
+                        raise
+                    cur.execute("RELEASE snapshot")
+                    return
+                self._begin(cur)
+                try:
+                    cur.execute(sql, params)
+                except BaseException:
+                    self._end(self._writer(), cur, commit=False)
+                    raise
+                self._end(self._writer(), cur, commit=True)
+            except self._db_errors as exc:
+                _log.warning("snapshot of %s not kept: %s", snapshot.stream, exc)
+
+    def load_snapshot(self, stream: str) -> Snapshot | None:
+        q = select(SNAPSHOTS).where(SNAPSHOTS.c.stream_id == stream)
+        try:
+            rows = self._rows(q)
+        except StoreError:
+            return None
+        if not rows:
+            return None
+        r = rows[0]
+        try:
+            state = decode(bytes(r.state))
+        except Exception as exc:  # a cache that cannot be read is no cache
+            _log.warning("snapshot of %s ignored: %s", stream, exc)
+            return None
+        return Snapshot(r.stream_id, r.version, r.hash, r.tag, state)
 
     # ------------------------------------------------------------------ reads
 

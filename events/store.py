@@ -17,6 +17,7 @@ from hashlib import sha256
 from typing import Any, NamedTuple
 
 from .chain import _TYPE_JSON, GENESIS, canonical, event_type_json
+from .snapshots import Snapshot
 from .types import Event
 
 NEW_STREAM = -1
@@ -192,6 +193,15 @@ class EventStore(abc.ABC):
     def stream_info(self, stream: str) -> StreamInfo | None:
         found = [s for s in self.streams(prefix=stream, limit=1_000_000) if s.stream_id == stream]
         return found[0] if found else None
+
+    # Snapshots (`events.snapshots`): a cache; a backend without them keeps none.
+
+    def save_snapshot(self, snapshot: Snapshot) -> None:  # noqa: B027 - optional
+        """Keep ``snapshot`` as the stream's latest, unless a later one is kept already."""
+
+    def load_snapshot(self, stream: str) -> Snapshot | None:
+        """The stream's latest snapshot, if any (check it before use: it is a cache)."""
+        return None
 
     def close(self) -> None:  # noqa: B027 - optional hook
         """Release connections; the default has none."""
