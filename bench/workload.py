@@ -14,8 +14,10 @@ from typing import Any
 
 from original_model import OriginalStyleEnv
 
+from companyos.agents import RandomAgent
 from companyos.agents.original import ReadmeTrace
 from companyos.api import CompanyOSAction, CompanyOSEnvironment
+from companyos.domain import plan
 
 TASK = "task_vendor_onboarding"
 Script = list[tuple[int, list[dict[str, Any]]]]
@@ -51,3 +53,29 @@ def script_original(env: OriginalStyleEnv, seeds: range) -> Script:
 
 def steps_per_episode(script: Script) -> float:
     return sum(len(c) for _, c in script) / len(script)
+
+
+Episode = tuple[dict[str, Any], list[CompanyOSAction]]
+
+
+def record_episodes(n_steps: int) -> list[Episode]:
+    """Calls of realistic episodes: mostly the oracle, every third call random."""
+    env = CompanyOSEnvironment()
+    out: list[Episode] = []
+    total, seed = 0, 0
+    while total < n_steps:
+        kwargs = {"seed": seed, "task_id": seed % 5, "difficulty": seed % 4}
+        obs = env.reset(**kwargs)
+        agent, actions = RandomAgent(seed), []
+        while not obs.done:
+            ep = env.episode
+            assert ep is not None
+            call = plan(ep.world)
+            raw = agent.act(obs) if len(actions) % 3 == 2 or call is None else call.as_action()
+            action = CompanyOSAction(**raw)
+            actions.append(action)
+            obs = env.step(action)
+        out.append((kwargs, actions))
+        total += len(actions)
+        seed += 1
+    return out
