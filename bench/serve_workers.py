@@ -45,11 +45,30 @@ CALLS = [
 RESET = {"task_id": "task_vendor_onboarding", "max_steps": 1000}
 
 
-async def ws_session(url: str, until: float, lat: list[float]) -> int:
+class Start:
+    """Every session resets first; the clock starts when the last is ready."""
+
+    def __init__(self, sessions: int, seconds: float) -> None:
+        self.waiting, self.seconds = sessions, seconds
+        self.go = asyncio.Event()
+        self.at = self.until = 0.0
+
+    async def ready(self) -> float:
+        self.waiting -= 1
+        if self.waiting == 0:
+            self.at = time.perf_counter()
+            self.until = self.at + self.seconds
+            self.go.set()
+        await self.go.wait()
+        return self.until
+
+
+async def ws_session(url: str, start: Start, lat: list[float]) -> int:
     steps = 0
     async with websockets.connect(url.replace("http://", "ws://") + "/ws", max_size=None) as ws:
         await ws.send(json.dumps({"type": "reset", "data": RESET}))
         await ws.recv()
+        until = await start.ready()
         while time.perf_counter() < until:
             t = time.perf_counter()
             await ws.send(json.dumps({"type": "step", "data": CALLS[steps % len(CALLS)]}))
@@ -60,12 +79,13 @@ async def ws_session(url: str, until: float, lat: list[float]) -> int:
     return steps
 
 
-async def http_session(url: str, until: float, lat: list[float]) -> int:
+async def http_session(url: str, start: Start, lat: list[float]) -> int:
     steps = 0
     limits = httpx.Limits(max_keepalive_connections=0)
     async with httpx.AsyncClient(base_url=url, timeout=120, limits=limits) as http:
         r = await http.post("/reset", json=RESET)
         eid = r.json()["observation"]["episode_id"]
+        until = await start.ready()
         while time.perf_counter() < until:
             t = time.perf_counter()
             body = {"action": {**CALLS[steps % len(CALLS)], "episode_id": eid}}
@@ -82,10 +102,9 @@ def load(url: str, kind: str, sessions: int, seconds: float) -> tuple[float, flo
     async def main() -> tuple[float, float]:
         lat: list[float] = []
         play = ws_session if kind == "ws" else http_session
-        start = time.perf_counter()
-        until = start + seconds
-        done = await asyncio.gather(*(play(url, until, lat) for _ in range(sessions)))
-        elapsed = time.perf_counter() - start
+        start = Start(sessions, seconds)
+        done = await asyncio.gather(*(play(url, start, lat) for _ in range(sessions)))
+        elapsed = time.perf_counter() - start.at
         lat.sort()
         return sum(done) / elapsed, lat[int(0.99 * (len(lat) - 1))]
 
