@@ -20,10 +20,9 @@ from companyos.domain import (
     Limits,
     World,
     build_episode,
-    decide_step,
-    fold,
 )
 from companyos.domain.chaos import LEVELS
+from companyos.domain.decider import decide_and_fold
 from companyos.domain.instances import UnknownScenario, start_world
 from companyos.domain.model import (
     Approval,
@@ -370,10 +369,9 @@ class Episode:
         Raises `ConcurrencyConflict` (and changes nothing) if the stream moved on since the
         snapshot the step was decided on."""
         before = self.snapshot
-        caused = decide_step(
+        caused, world = decide_and_fold(
             before.world, app, method, params, before.version + 1, self.rng, self.limits, refuse
         )
-        world = fold(caused, before.world)
         score, s = score_step(before.score, world, caused, self.graph, self.profile, before.world)
         tail: list[Event] = [
             StepScored(

@@ -150,7 +150,7 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
             "--max-sessions",
             "512",
         )
-        url = server.start()
+        url = server.start(timeout=300)
         try:
             for kind in ("ws", "http"):
                 for n in sessions:
@@ -181,7 +181,7 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
     console.print(table)
 
     server = ServerProcess(f"sqlite:///{tmp}/batch.db")
-    url = server.start()
+    url = server.start(timeout=300)
     try:
         single = statistics.median(
             asyncio.run(batch_rate(url, 64, 4, batched=False)) for _ in range(3)

@@ -68,6 +68,36 @@ def decide_step(
     ``refuse`` is a refusal decided before the call reached any app (an action naming another
     episode than the session's): recorded in its place.
     """
+    return _decide(world, app, method, params, seq, rng, limits, refuse)[0]
+
+
+def decide_and_fold(
+    world: World,
+    app: Any,
+    method: Any,
+    params: Any,
+    seq: int,
+    rng: KeyedRNG,
+    limits: Limits = DEFAULT_LIMITS,
+    refuse: InvalidAction | None = None,
+) -> tuple[list[Event], World]:
+    """`decide_step`, and the world after all the events it returns: the call and what time
+    did are folded while deciding, so only the call's own outcome is folded again here."""
+    events, now, folded = _decide(world, app, method, params, seq, rng, limits, refuse)
+    return events, fold(events[folded:], now)
+
+
+def _decide(
+    world: World,
+    app: Any,
+    method: Any,
+    params: Any,
+    seq: int,
+    rng: KeyedRNG,
+    limits: Limits,
+    refuse: InvalidAction | None,
+) -> tuple[list[Event], World, int]:
+    """(events, the world after the first ``n`` of them, ``n``)."""
     step = world.step + 1
     app_name, method_name = clip_name(app, limits), clip_name(method, limits)
     if params is None:
@@ -88,30 +118,43 @@ def decide_step(
     if background:
         now = fold(background, now)
     out: list[Event] = [called, *background]
+    n = len(out)
     if refuse is not None:
-        return [*out, refuse]
+        return [*out, refuse], now, n
     spec = lookup(app, method) if isinstance(app, str) and isinstance(method, str) else None
     if spec is None:
         message = unknown_tool_message(app_name, method_name)
-        return [*out, InvalidAction(code="unknown_tool", message=message)]
+        return [*out, InvalidAction(code="unknown_tool", message=message)], now, n
     if problem is not None:
-        return [*out, InvalidAction(code=problem.code, message=f"Refused: {problem.message}.")]
+        return (
+            [*out, InvalidAction(code=problem.code, message=f"Refused: {problem.message}.")],
+            now,
+            n,
+        )
     if not isinstance(cleaned, dict):
-        return [
-            *out,
-            InvalidAction(
-                code="params_not_object",
-                message=f"params must be a JSON object of named arguments for {spec.signature()}, "
-                f"not {type(cleaned).__name__}.",
-            ),
-        ]
+        return (
+            [
+                *out,
+                InvalidAction(
+                    code="params_not_object",
+                    message="params must be a JSON object of named arguments for "
+                    f"{spec.signature()}, not {type(cleaned).__name__}.",
+                ),
+            ],
+            now,
+            n,
+        )
     try:
         parsed = spec.params.model_validate(cleaned)
     except ValidationError as exc:
-        return [*out, InvalidAction(code="invalid_params", message=params_message(spec, exc))]
+        return (
+            [*out, InvalidAction(code="invalid_params", message=params_message(spec, exc))],
+            now,
+            n,
+        )
     refused = unavailable(now, spec.app, spec.method)
     if refused is not None:
-        return [*out, refused]
+        return [*out, refused], now, n
     if spec.faultable:
         fault = roll_fault(
             rng,
@@ -123,5 +166,5 @@ def decide_step(
             spec.method,  # type: ignore[union-attr]
         )
         if fault is not None:
-            return [*out, fault]
-    return [*out, *spec.decide(now, parsed, ctx)]
+            return [*out, fault], now, n
+    return [*out, *spec.decide(now, parsed, ctx)], now, n

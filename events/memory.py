@@ -11,9 +11,11 @@ from __future__ import annotations
 import bisect
 import threading
 from collections.abc import Sequence
+from hashlib import sha256
 
 import orjson
 
+from .chain import _TYPE_JSON, event_type_json
 from .snapshots import Snapshot
 from .store import (
     GENESIS,
@@ -22,8 +24,8 @@ from .store import (
     RecordedEvent,
     StreamInfo,
     now,
-    seal,
 )
+from .store import _payload_json as payload_json
 from .types import Event
 from .upcasting import parse_event
 
@@ -67,17 +69,29 @@ class InMemoryEventStore(EventStore):
                 raise ConcurrencyConflict(stream, expected_version, actual)
             if not events:
                 return []
-            prev_hash = current[-1][6] if current else GENESIS
+            prev = (current[-1][6] if current else GENESIS).encode("ascii")
             at = now()
             position = len(self._log)
+            seq = expected_version
             recorded, rows = [], []
-            for s in seal(stream, events, expected_version, prev_hash):
+            # `store.seal`, inlined: the rows and the records are built in the same pass.
+            for ev in events:
+                seq += 1
                 position += 1
-                seq, kind, version, h = s.seq, s.type, s.schema_version, s.hash
-                rows.append((stream, seq, position, kind, version, s.data_json, h, at))
+                kind, version = ev.type, ev.schema_version
+                data, data_json = payload_json(ev)
+                body = b'{"data":%s,"seq":%d,"type":%s,"v":%d}' % (
+                    data_json,
+                    seq,
+                    _TYPE_JSON.get(kind) or event_type_json(kind),
+                    version,
+                )
+                h = sha256(prev + body).hexdigest()
+                prev = h.encode("ascii")
+                rows.append((stream, seq, position, kind, version, data_json, h, at))
                 recorded.append(
                     RecordedEvent(
-                        stream, seq, position, s.event_id, kind, version, s.data, h, at, s.event
+                        stream, seq, position, f"{stream}:{seq}", kind, version, data, h, at, ev
                     )
                 )
             self._log.extend(rows)

@@ -86,22 +86,35 @@ def _check(annotation: Any, var: str) -> str | None:
         else:
             return None
         return f"({var} is None or {test})" if len(inner) < len(args) else test
+    if origin is list and len(args) == 1:
+        item = _check(args[0], "x")
+        if item is None or args[0] is float:  # validation would widen int items
+            return None
+        return f"(type({var}) is list and all({item} for x in {var}))"
+    if origin is dict and len(args) == 2 and args[0] is str:
+        item = _check(args[1], "x")
+        if item is None:
+            return None
+        if args[1] is float:  # an int item would be widened: leave that to validation
+            item = "type(x) is float"
+        return f"(type({var}) is dict and all(type(k) is str and {item} for k, x in {var}.items()))"
     return None
 
 
 def _builder(cls: type[Event]) -> Any:
     """A function from constructor keywords to the model's ``__dict__`` (None: validate).
 
-    Generated once per flat event class whose fields are all scalars (nested events and
-    fields holding lists or dicts always validate)."""
+    Generated once per flat event class whose fields are scalars, or lists and dicts of them
+    (copied, as validation copies them); nested events always validate."""
     if cls.nested:
         return lambda data: None
     lines = ["def build(data):", "    values = {}", "    given = 0"]
     env: dict[str, Any] = {"_SCALARS": _SCALARS}
     for i, (name, f) in enumerate(cls.model_fields.items()):
         test = _check(f.annotation, "v")
-        if test is None or f.default_factory is not None:
+        if test is None:
             return lambda data: None
+        container = get_origin(f.annotation) in (list, dict)
         widen = f.annotation is float or (
             get_origin(f.annotation) in (Union, types.UnionType)
             and float in get_args(f.annotation)
@@ -112,8 +125,13 @@ def _builder(cls: type[Event]) -> Any:
         if widen:
             lines.append("        if type(v) is int: v = float(v)")
         lines.append(f"        if not ({test}): return None")
+        if container:
+            lines.append(f"        v = {get_origin(f.annotation).__name__}(v)")
         lines.append("        given += 1")
-        if f.default is PydanticUndefined:
+        if f.default_factory is not None:
+            env[f"f{i}"] = f.default_factory
+            lines.append(f"    else: v = f{i}()")
+        elif f.default is PydanticUndefined:
             lines.append("    else: return None")
         else:
             env[f"d{i}"] = f.default

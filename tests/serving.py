@@ -95,7 +95,7 @@ class ServerProcess:
         assert self.proc is not None
         return self.proc.pid
 
-    def start(self) -> str:
+    def start(self, timeout: float = 60.0) -> str:
         out = open(self.log, "ab") if self.log else subprocess.DEVNULL  # noqa: SIM115
         try:
             self.proc = subprocess.Popen(
@@ -104,7 +104,7 @@ class ServerProcess:
         finally:
             if self.log:
                 out.close()  # type: ignore[union-attr]
-        wait_healthy(self.url, self.proc)
+        wait_healthy(self.url, self.proc, timeout)
         return self.url
 
     def kill(self) -> None:

@@ -3,7 +3,8 @@
 - An event built by the simulation without running the validator equals the same event
   validated, field for field, and so has the same payload and hash.
 - The milestone graph's memo (whole-world and per-milestone) gives, after every step, the
-  milestones that a fresh graph evaluating every predicate gives.
+  milestones that a fresh graph evaluating every predicate gives; so do its collateral count
+  and its "finished" test; and the world folded while deciding equals the fold of the log.
 """
 
 from __future__ import annotations
@@ -12,7 +13,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from companyos.api import CompanyOSEnvironment
-from companyos.domain import FAMILY_NAMES, plan
+from companyos.domain import FAMILY_NAMES, fold, goals, plan
 from companyos.events import EVENT_TYPES, InMemoryEventStore, canonical
 from companyos.events.types import MetricQueried, ToolCalled
 from companyos.projections import milestones_for
@@ -42,6 +43,8 @@ def _play(seed: int, task: int, difficulty: int, actions: list) -> None:
         fresh = milestones_for(ep.world.task.goal)  # type: ignore[union-attr]
         assert ep.graph.achieved(ep.world) == fresh._evaluate(ep.world) == ep.score.achieved
         assert ep.graph.damage(ep.world) == fresh.damage(ep.world)
+        assert ep.graph.finished(ep.world) == goals.finished(ep.world)
+        assert ep.world == fold(r.event for r in env.store.read(ep.id))  # deciding = after
         if obs.done:
             break
 
