@@ -297,6 +297,23 @@ class Episode:
         episode.stored_at = snap.version
         return episode
 
+    def caught_up(self) -> Episode | None:
+        """This episode moved on to the store's current version by folding only the events
+        appended since its own (the fold continued, as from a snapshot: equal to a full load,
+        `tests/test_snapshots.py`); None if the stream is not a continuation of it."""
+        world, score, version = self.snapshot
+        records = self.store.read(self.id, from_seq=version + 1)
+        if not records:
+            return self
+        if records[0].seq != version + 1:
+            return None
+        world, score, graph, profile = resume(world, score, records)
+        fresh = Episode(
+            self.store, self.id, world, records[-1].seq, graph, profile, score, self.limits
+        )
+        fresh.stored_at = self.stored_at
+        return fresh
+
     def keep_snapshot(self, head_hash: str) -> None:
         """Store the fold as of the current version (``head_hash``: its last event's hash)."""
         world, score, version = self.snapshot

@@ -126,3 +126,20 @@ def test_a_snapshot_row_cannot_run_code():
 
     with pytest.raises(UnsafeSnapshot):
         decode(pickle.dumps(Payload()))
+
+
+def test_a_stale_copy_caught_up_equals_a_fresh_load(store):
+    env = CompanyOSEnvironment(store)
+    env.reset(seed=5, task_id=1, difficulty=2)
+    stale = env.episode
+    assert stale is not None
+    for _ in range(6):  # another process moves the episode on
+        env.step({"app": "ticketdesk", "method": "list_tickets"})
+    caught = stale.caught_up()
+    fresh = Episode.from_records(store, store.read(stale.id))
+    assert caught is not None
+    assert (caught.world, caught.score, caught.version) == (
+        fresh.world,
+        fresh.score,
+        fresh.version,
+    )
