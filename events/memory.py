@@ -11,11 +11,9 @@ from __future__ import annotations
 import bisect
 import threading
 from collections.abc import Sequence
-from hashlib import sha256
 
 import orjson
 
-from .chain import _TYPE_JSON, event_type_json
 from .snapshots import Snapshot
 from .store import (
     GENESIS,
@@ -23,6 +21,7 @@ from .store import (
     EventStore,
     RecordedEvent,
     StreamInfo,
+    chained,
     now,
 )
 from .store import _payload_json as payload_json
@@ -69,7 +68,7 @@ class InMemoryEventStore(EventStore):
                 raise ConcurrencyConflict(stream, expected_version, actual)
             if not events:
                 return []
-            prev = (current[-1][6] if current else GENESIS).encode("ascii")
+            h = current[-1][6] if current else GENESIS
             at = now()
             position = len(self._log)
             seq = expected_version
@@ -80,14 +79,7 @@ class InMemoryEventStore(EventStore):
                 position += 1
                 kind, version = ev.type, ev.schema_version
                 data, data_json = payload_json(ev)
-                body = b'{"data":%s,"seq":%d,"type":%s,"v":%d}' % (
-                    data_json,
-                    seq,
-                    _TYPE_JSON.get(kind) or event_type_json(kind),
-                    version,
-                )
-                h = sha256(prev + body).hexdigest()
-                prev = h.encode("ascii")
+                h = chained(h, seq, ev, data_json)
                 rows.append((stream, seq, position, kind, version, data_json, h, at))
                 recorded.append(
                     RecordedEvent(

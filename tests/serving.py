@@ -104,7 +104,11 @@ class ServerProcess:
         finally:
             if self.log:
                 out.close()  # type: ignore[union-attr]
-        wait_healthy(self.url, self.proc, timeout)
+        try:
+            wait_healthy(self.url, self.proc, timeout)
+        except BaseException:
+            self.stop()  # never leave a server behind that nobody will stop
+            raise
         return self.url
 
     def kill(self) -> None:

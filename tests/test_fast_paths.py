@@ -83,3 +83,15 @@ def test_a_value_validation_would_convert_takes_the_validated_path():
         except ValueError:
             continue
         assert built == ToolCalled.model_validate(bad)  # validation accepted it, converted
+
+
+def test_an_original_worlds_start_equals_the_fold_of_its_opening_events():
+    from companyos.domain.instances import build_episode, start_world
+    from companyos.domain.original import TASK_IDS
+
+    for task in TASK_IDS:
+        for difficulty in range(4):
+            for seed in (0, 1, 99):
+                events = build_episode(task, seed, difficulty)
+                assert start_world(events) == fold(events)
+                assert start_world(events) == fold(events)  # the kept one too
