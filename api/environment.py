@@ -493,9 +493,14 @@ MAX_BATCH = 1024
 """Calls (or resets) in one batch."""
 
 
+_NOT_SENT = frozenset({"reward", "done", "metadata"})
+
+
 def _wire(obs: Observation) -> dict[str, Any]:
-    """One answer as OpenEnv sends a step's: the observation, its reward and done."""
-    body = obs.model_dump(exclude={"reward", "done", "metadata"})
+    """One answer as OpenEnv sends a step's: the observation, its reward and done. The
+    environment's observations hold only JSON values (`observation_from`), so their fields
+    are read as they are rather than dumped again."""
+    body = {k: v for k, v in obs.__dict__.items() if k not in _NOT_SENT}
     return {"observation": body, "reward": obs.reward, "done": obs.done}
 
 
