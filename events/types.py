@@ -106,8 +106,12 @@ def _builder(cls: type[Event]) -> Any:
 
     Generated once per flat event class whose fields are scalars, or lists and dicts of them
     (copied, as validation copies them); nested events always validate."""
-    if cls.nested:
-        return lambda data: None
+    decorators = cls.__pydantic_decorators__
+    if cls.nested or any(
+        (decorators.validators, decorators.field_validators, decorators.root_validators,
+         decorators.model_validators, decorators.field_serializers)
+    ):  # fmt: skip
+        return lambda data: None  # a class with its own validators always validates
     lines = ["def build(data):", "    values = {}", "    given = 0"]
     env: dict[str, Any] = {"_SCALARS": _SCALARS}
     for i, (name, f) in enumerate(cls.model_fields.items()):
