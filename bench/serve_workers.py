@@ -2,8 +2,8 @@
 
 - `companyos serve --workers 1` against `--workers 2` (one SQLite file): aggregate steps/s of
   many concurrent sessions over `/ws` and over stateful HTTP (`POST /step` naming the episode,
-  a new connection per request, so steps land on either process), with the p99 latency of a
-  step; at 256 sessions too.
+  on a keep-alive connection as HTTP clients keep one), with the p99 latency of a step; at 256
+  sessions too.
 - The batched API: steps of 64 episodes sent one message each over one `/ws` session, against
   one message for all 64 (`step_batch`), per-episode-step throughput.
 
@@ -81,8 +81,9 @@ async def ws_session(url: str, start: Start, lat: list[float]) -> int:
 
 async def http_session(url: str, start: Start, lat: list[float]) -> int:
     steps = 0
-    limits = httpx.Limits(max_keepalive_connections=0)
-    async with httpx.AsyncClient(base_url=url, timeout=120, limits=limits) as http:
+    # Keep-alive, as HTTP clients do: a session's connection stays with the process that
+    # accepted it until it is reopened (tests/test_workers.py steps across processes).
+    async with httpx.AsyncClient(base_url=url, timeout=120) as http:
         r = await http.post("/reset", json=RESET)
         eid = r.json()["observation"]["episode_id"]
         until = await start.ready()
