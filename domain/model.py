@@ -7,8 +7,9 @@ construction: updates build new ones. Because nothing is ever edited, a snapshot
 the world is just a reference to it (a request keeps the tickets and metrics as they were when
 it was submitted).
 
-Time is simulated: the clock reads `step * MINUTES_PER_STEP` minutes since the episode began
-(Monday 09:00). Staleness, approval decisions and deadlines follow it.
+Time is simulated: every step takes `MINUTES_PER_STEP` minutes of the clock, which started at
+Monday 09:00; since `companyos/4` a call that failed transiently ("unavailable, retry") takes no
+time (`AppRules.untimed_faults`). Staleness, approval decisions and deadlines follow the clock.
 """
 
 from __future__ import annotations
@@ -244,6 +245,12 @@ class AppRules(NamedTuple):
     closed_read_only: bool = True
     link_needs_approval: bool = True
     """Linking an approval to a ticket needs the approval to exist."""
+    untimed_faults: bool = False
+    """A call that failed transiently never reached its service: it takes no time and does not
+    count against a rate limit. Then a transient fault costs exactly the step of its retry,
+    wherever it strikes, and a step budget of the honest solver's worst case plus one step per
+    allowed fault holds (set by `EpisodeStarted.generator` from ``companyos/4``; older logs keep
+    the rule they were played under: a fault took a step of the clock)."""
 
     def approval_id(self, index: int) -> str:
         """The id of the ``index``-th request of an episode (0 for the first)."""
@@ -276,6 +283,8 @@ class World(NamedTuple):
 
     @property
     def clock(self) -> int:
+        if self.rules.untimed_faults:
+            return (self.step - self.chaos.faults) * MINUTES_PER_STEP
         return self.step * MINUTES_PER_STEP
 
     @property

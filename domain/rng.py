@@ -61,3 +61,21 @@ class AdversarialRNG(KeyedRNG):
 
     def randint(self, seq: int, purpose: str, lo: int, hi: int) -> int:
         return max(lo, hi)
+
+
+class PlacedFaults(AdversarialRNG):
+    """The adversary of `AdversarialRNG`, except that transient faults strike wherever a second
+    keyed draw says (``rate`` of the faultable calls, up to the episode's cap), not only first.
+    Used to check that a step budget holds wherever faults strike, never to play."""
+
+    __slots__ = ("_placement", "_rate")
+
+    def __init__(self, seed: int, rate: float) -> None:
+        super().__init__()
+        self._placement = KeyedRNG(seed)
+        self._rate = rate
+
+    def uniform(self, seq: int, purpose: str) -> float:
+        if purpose == "fault":
+            return 0.0 if self._placement.uniform(seq, purpose) < self._rate else 1.0
+        return 0.0
