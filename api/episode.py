@@ -14,7 +14,6 @@ from typing import Any, NamedTuple
 
 from companyos.domain import (
     DEFAULT_LIMITS,
-    KeyedRNG,
     Limits,
     World,
     build_episode,
@@ -23,6 +22,7 @@ from companyos.domain import (
 )
 from companyos.domain.chaos import LEVELS
 from companyos.domain.instances import UnknownScenario, start_world
+from companyos.domain.rng import episode_rng
 from companyos.events import NEW_STREAM, ConcurrencyConflict, EventStore, RecordedEvent
 from companyos.events.types import (
     EpisodeEnded,
@@ -133,7 +133,7 @@ class Episode:
         self.graph = graph
         self.profile = profile
         self.limits = limits
-        self.rng = KeyedRNG(world.info.seed)
+        self.rng = episode_rng(world.info.seed, world.info.scenario, world.info.difficulty)
         self.snapshot = Snapshot(world, score, version)
 
     @property

@@ -259,12 +259,17 @@ def opening(
     company = draw_company(draw.sub("company"))
     taken: set[str] = set()
     fdraw = draw.sub(family)
-    if flip is not None:
-        # Every family's hidden draw is an even chance; forcing its other outcome changes
-        # only what depends on it (the values, the goal), every other draw being keyed apart.
-        fdraw = fdraw.force(flip, not fdraw.chance(flip, 0.5))
+    if fam.hidden is not None:
+        # Which way the task goes is an even chance drawn per level: the same seed at two
+        # levels is two independent answers, so an outcome learnt at one level says nothing
+        # of another. Forcing it changes only what depends on it (the values, the goal), every
+        # other draw being keyed apart; ``flip`` turns it the other way.
+        way = draw.sub(f"{family}:d{difficulty}").chance(fam.hidden, 0.5)
+        fdraw = fdraw.force(fam.hidden, way if flip is None else not way)
+    elif flip is not None:
+        raise ValueError(f"{family} has no hidden draw to turn")
     draft = fam.draft(fdraw, company, taken, level)
-    assert flip is None or draft.hidden == flip
+    assert draft.hidden == fam.hidden
     distractors = distractor_tickets(
         draw.sub("distractors"), company, taken, draw.integer("n_distractors", 3, 5)
     )

@@ -18,8 +18,8 @@ _SCALE = 2.0**-64
 class KeyedRNG:
     __slots__ = ("_prefix",)
 
-    def __init__(self, seed: int) -> None:
-        self._prefix = f"{seed}|".encode()
+    def __init__(self, seed: int, scope: str = "") -> None:
+        self._prefix = (f"{scope}|{seed}|" if scope else f"{seed}|").encode()
 
     def _bits(self, seq: int, purpose: str) -> int:
         digest = hashlib.blake2b(self._prefix + f"{seq}|{purpose}".encode(), digest_size=8).digest()
@@ -45,6 +45,13 @@ class KeyedRNG:
         """``k`` distinct options, order by keyed score (stable, independent draws)."""
         ranked = sorted(range(len(options)), key=lambda i: self._bits(seq, f"{purpose}#{i}"))
         return [options[i] for i in ranked[:k]]
+
+
+def episode_rng(seed: int, scenario: str, difficulty: int) -> KeyedRNG:
+    """The dice of an episode's play (transient faults, approvers' delays and rejections),
+    keyed by its instance, not its seed alone: the same seed in two families or at two levels
+    draws independently, and one level's faults are not a subset of the next one's."""
+    return KeyedRNG(seed, f"{scenario}:d{difficulty}")
 
 
 class AdversarialRNG(KeyedRNG):

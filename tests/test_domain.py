@@ -440,3 +440,30 @@ def test_logs_of_an_older_generator_keep_the_clock_they_were_played_with():
     new = fold([*events, call, fault])
     assert not old.rules.untimed_faults and new.rules.untimed_faults
     assert (old.clock, new.clock) == (5, 0)
+
+
+def test_nothing_happens_in_the_minute_a_fault_did_not_take():
+    """A step whose call faulted transiently is the call and the fault, nothing else: approvers
+    decide and deadlines pass at the retry, so no decision is ever later than the clock the
+    agent is shown."""
+    from companyos.agents.honest import HonestAgent
+
+    env = CompanyOSEnvironment()
+    faulted = 0
+    for seed in range(40):
+        play(env, HonestAgent(), seed=seed, task_id="expense_report", difficulty=3)
+        step: list = []
+        for r in env.store.read(env.episode.id):
+            e = r.event
+            if isinstance(e, ToolCalled):
+                step = [e]
+            elif e.type == "StepScored":
+                kinds = [type(x).__name__ for x in step]
+                if "FaultInjected" in kinds and step[-1].kind == "unavailable":
+                    faulted += 1
+                    assert kinds == ["ToolCalled", "FaultInjected"], kinds
+            else:
+                step.append(e)
+        w = world(env)
+        assert all(a.decided_at is None or a.decided_at <= w.clock for a in w.approvals.values())
+    assert faulted > 0

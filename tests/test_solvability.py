@@ -33,7 +33,7 @@ from companyos.domain.chaos import profile
 from companyos.domain.decider import decide_step
 from companyos.domain.instances import honest_worst_case, opening, other_way
 from companyos.domain.rendering import render_result
-from companyos.domain.rng import KeyedRNG, PlacedFaults
+from companyos.domain.rng import KeyedRNG, PlacedFaults, episode_rng
 from companyos.domain.world import fold
 from companyos.events.types import EpisodeStarted
 
@@ -174,6 +174,38 @@ def test_observations_carry_nothing_of_the_grader(agent):
             obs = env.step(player.act(obs))
         # The trainer has it all, through its own channels.
         assert env.state.progress and env.state.outcome == obs.outcome
+
+
+class _Recorder:
+    """Records every observation an agent is shown."""
+
+    name = "recorder"
+
+    def __init__(self) -> None:
+        self.shown: list[Any] = []
+        self.inner = HonestAgent()
+
+    def reset(self, observation: Any) -> None:
+        self.shown.append(observation)
+        self.inner.reset(observation)
+
+    def act(self, observation: Any) -> dict[str, Any]:
+        self.shown.append(observation)
+        return self.inner.act(observation)
+
+
+def test_an_agent_is_shown_no_reward_no_seed_and_no_grade():
+    """`play` shows an agent `agent_view`: the reward (potential-based, so one probe would tell
+    which way a decision goes), the seed and instance id (which rebuild the goal with the public
+    generator) and the outcome stay with the trainer."""
+    env = CompanyOSEnvironment()
+    for family in DECISIONS:
+        agent = _Recorder()
+        r = play(env, agent, seed=3, task_id=family, difficulty=1)
+        assert r.outcome == "success" and r.seed == 3
+        for obs in agent.shown:
+            assert (obs.reward, obs.seed, obs.instance_id, obs.outcome) == (None,) * 4
+            assert obs.task and obs.episode_id
 
 
 def test_progress_is_shown_only_when_a_reset_asks_and_the_log_says_so():
@@ -324,6 +356,44 @@ def test_the_same_seed_in_two_families_draws_independent_chaos():
         a = ["stale_metric" in k for k in d1]
         b = ["rate_limit" in k for k in d3]
         assert abs(_phi(a, b)) < bound
+
+
+def test_the_hidden_answer_is_drawn_per_level():
+    """The suites use the same seeds at every level. When the hidden draw was keyed by family
+    and seed only, a decision instance had the same answer at d0-d3 (75 of 75 in the test
+    suite), so an outcome seen at one level gave the answer at the others. Now it is an
+    independent even chance per level."""
+    n = len(SEEDS)
+    bound = 4.5 / math.sqrt(n)
+
+    def way(family: str, seed: int, difficulty: int) -> bool:
+        """Which way the task goes: decline (or flag), or a CFO sign-off first."""
+        goal = opening(family, seed, difficulty)[2]
+        return goal.decision != "approve" or len(goal.approvals) > 1
+
+    for family in DECISIONS:
+        ways = {d: [way(family, seed, d) for seed in SEEDS] for d in (0, 1, 3)}
+        for d, w in ways.items():
+            assert abs(sum(w) / n - 0.5) < bound / 2, (family, d, sum(w))
+        assert abs(_phi(ways[0], ways[1])) < bound, family
+        assert abs(_phi(ways[1], ways[3])) < bound, family
+
+
+def test_chance_during_play_is_drawn_per_instance():
+    """Transient faults, approvers' delays and chance rejections come from the episode's keyed
+    RNG. Keyed by the seed alone, the same seed in two families faulted on the same calls, and
+    a level's faults were a subset of the next level's. Keyed by the instance, neither."""
+    seqs = range(3000)
+
+    def faults(family: str, difficulty: int, seed: int = 7) -> list[bool]:
+        rng = episode_rng(seed, family, difficulty)
+        return [rng.chance(q, "fault", profile(difficulty).fault_rate) for q in seqs]
+
+    bound = 4.5 / math.sqrt(len(seqs))
+    assert abs(_phi(faults("expense_report", 3), faults("purchase_order", 3))) < bound
+    d1, d2 = faults("expense_report", 1), faults("expense_report", 2)
+    assert abs(_phi(d1, d2)) < bound
+    assert sum(a and not b for a, b in zip(d1, d2, strict=True)) > 0  # not nested
 
 
 ORIGINAL_TASKS = (

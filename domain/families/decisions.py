@@ -17,6 +17,8 @@ class VendorRiskReview:
     decline (set the ticket's resolution to declined) and request nothing."""
 
     name = "vendor_risk_review"
+    hidden = "qualifies"
+    """The draw that decides which way the task goes (keyed by the level too)."""
     title = "Vendor risk review (decide)"
     summary = "Onboard if the fresh compliance score meets policy; otherwise decline."
     original = False
@@ -97,6 +99,8 @@ class ExpenseAudit:
     ticket for a human to review."""
 
     name = "expense_audit"
+    hidden = "within"
+    """The draw that decides which way the task goes (keyed by the level too)."""
     title = "Expense audit (decide)"
     summary = "Approve the expense if within the policy limit; otherwise flag it."
     original = False
