@@ -422,6 +422,7 @@ def build_episode(
             max_steps=max_steps,
             forked_from=forked_from,
             agent=agent,
+            show_progress=show_progress,
         )
     family = resolve_family(task_id, KeyedRNG(seed))
     inst = build_instance(family, seed, difficulty)

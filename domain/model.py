@@ -15,6 +15,7 @@ time (`AppRules.untimed_faults`). Staleness, approval decisions and deadlines fo
 from __future__ import annotations
 
 import math
+import re
 from collections.abc import Mapping
 from typing import Any, NamedTuple
 
@@ -338,6 +339,12 @@ def normalize_ticket_id(ticket_id: str) -> str:
     return ticket_id.strip().upper()
 
 
+_NUMBER = re.compile(
+    r"[+-]?(?:\d{1,3}(?:,\d{3})+(?:\.\d+)?|\d+(?:\.\d*)?|\.\d+)(?:[eE][+-]?\d+)?", re.ASCII
+)
+"""A number as people type it: ASCII digits, commas only between groups of three."""
+
+
 def as_number(value: Any) -> float | None:
     """A finite number from a JSON scalar, tolerating the forms people type ("85", "85%",
     "1,842.50"). Anything that is not a finite number (``inf``, ``NaN``, ``1e999``, an integer
@@ -352,11 +359,13 @@ def as_number(value: Any) -> float | None:
     elif isinstance(value, float):
         number = value
     elif isinstance(value, str):
-        cleaned = value.strip().replace(",", "").rstrip("%").strip()
+        cleaned = value.strip().removesuffix("%").strip()
         for prefix in ("$", "USD"):
             cleaned = cleaned.removeprefix(prefix).strip()
+        if _NUMBER.fullmatch(cleaned) is None:
+            return None  # not how people write a number: "8,5", "1_000", "0x55", full-width
         try:
-            number = float(cleaned)
+            number = float(cleaned.replace(",", ""))
         except (ValueError, OverflowError):
             return None
     else:
@@ -370,3 +379,11 @@ def same_number(a: float, b: float) -> bool:
 
 def same_text(a: Any, b: Any) -> bool:
     return isinstance(a, str) and isinstance(b, str) and a.strip().lower() == b.strip().lower()
+
+
+def mentions(text: Any, word: str) -> bool:
+    """``text`` names ``word``: as a whole word (not inside a longer one), any case."""
+    if not isinstance(text, str):
+        return False
+    pattern = rf"(?<![0-9A-Za-z]){re.escape(word)}(?![0-9A-Za-z])"
+    return re.search(pattern, text, re.IGNORECASE) is not None

@@ -407,20 +407,14 @@ ORIGINAL_TASKS = (
 
 def test_the_honest_solver_solves_the_original_worlds():
     """The original's five tasks in its fixed world (`/original`, `task_*` ids) come with its
-    terse texts (no ticket id, "check compliance data") and its own budgets. The honest solver
-    finds the ticket by its title and fills in what it is missing, as the original's tasks
-    asked. Below and above the original's chaos level every draw is solved (above it the budget
-    is sized by the honest solver); at the original's level (2) its budgets are its own, as tight
-    as it made them: with two chance rejections, slow approvers and faults on the same episode
-    the shortest of them (licence renewal, 16 steps) can run out, about 1% of seeds."""
+    terse texts, stating what each goal checks (no ticket id, "check compliance data", "set a
+    priority on its ticket"), and its own budgets up to its chaos level. The honest solver
+    finds the ticket by its title and does what the text says. The faults an episode allows are
+    its budget less the honest solver's worst case, so every draw is solved at every level, the
+    original's too (where its shortest budget, 16 steps, once ran out on about 1% of seeds)."""
     env = CompanyOSEnvironment()
     for task in ORIGINAL_TASKS:
-        for difficulty in (0, 1, 3):
-            for seed in range(12):
+        for difficulty in (0, 1, 2, 3):
+            for seed in range(60 if difficulty == 2 else 12):
                 r = play(env, HonestAgent(), seed=seed, task_id=task, difficulty=difficulty)
                 assert r.outcome == "success", (task, difficulty, seed, r)
-        wins = sum(
-            play(env, HonestAgent(), seed=seed, task_id=task, difficulty=2).outcome == "success"
-            for seed in range(200)
-        )
-        assert wins >= 194, (task, wins)

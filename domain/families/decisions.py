@@ -60,7 +60,7 @@ class VendorRiskReview:
             "vendor_onboarding approval from the CFO, or whoever is covering for them, with the "
             "ticket id, the vendor's name and the compliance score, and see it through to "
             "approval. If it does not, decline: set the ticket's resolution to 'declined', "
-            "change nothing else on it and request no approval."
+            "change nothing else on it and ask for no vendor_onboarding approval."
         )
         return Draft(
             text=text,
@@ -81,7 +81,8 @@ class VendorRiskReview:
                     "%",
                     "compliance_db",
                     score,
-                    threshold=(">=", threshold),
+                    # No threshold in DataHub: the policy is the text's, and a threshold_pass
+                    # flag would make the decision for the agent.
                 )
             ],
             types=[approval_type("vendor_onboarding", {"compliance_score": m})],
@@ -144,7 +145,7 @@ class ExpenseAudit:
             "from the CFO, or whoever is covering for them, with the ticket id, the employee and "
             "the amount, and see it through to approval. If it is over the limit, flag it for "
             "review: set the ticket's resolution to 'flagged', change nothing else on it and "
-            "request no approval."
+            "ask for no expense_report approval."
         )
         return Draft(
             text=text,

@@ -118,7 +118,7 @@ class HonestSolver:
             for t in result.get("tickets", []):
                 if matches(self.brief.find, str(t.get("title", ""))):
                     self.main = str(t["ticket_id"])
-                    self.needs = [TicketNeed(self.main, verify=True)]
+                    self.needs = [TicketNeed(self.main, verify=self.brief.verify_found)]
                     break
         elif method in ("get_ticket", "update_ticket"):
             view = result.get("ticket", result)
