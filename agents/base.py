@@ -5,10 +5,14 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, Protocol
 
-from companyos.api.models import CompanyOSObservation
+from companyos.api.models import CompanyOSObservation, agent_view
 
 
 class Agent(Protocol):
+    """A policy. It is shown `agent_view` of each observation (no reward, seed or outcome),
+    unless it sets ``sees_reward = True``: a search over rewards (the exploit policies that
+    prove farming does not pay) plays as a trainer would, on the full observation."""
+
     name: str
 
     def reset(self, observation: CompanyOSObservation) -> None: ...
@@ -44,12 +48,13 @@ def play(env: Playable, agent: Agent, /, **reset: Any) -> EpisodeResult:
     """Reset ``env`` with ``reset`` (labelled with the agent's name unless ``reset`` says
     otherwise) and let ``agent`` act until the episode ends."""
     reset.setdefault("agent", agent.name)
+    shown = (lambda o: o) if getattr(agent, "sees_reward", False) else agent_view
     obs = env.reset(**reset)
-    agent.reset(obs)
+    agent.reset(shown(obs))
     errors = 0
     total = 0.0
     while not obs.done:
-        obs = env.step(agent.act(obs))
+        obs = env.step(agent.act(shown(obs)))
         errors += obs.error is not None
         # The return is the trainer's sum of step rewards: the agent's observation carries
         # nothing of the grader.

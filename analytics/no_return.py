@@ -39,7 +39,8 @@ from concurrent.futures import ProcessPoolExecutor
 from functools import partial
 from typing import NamedTuple
 
-from companyos.domain import DEFAULT_LIMITS, Call, KeyedRNG, Limits, World, decide_step, fold, plan
+from companyos.domain import DEFAULT_LIMITS, Call, Limits, World, decide_step, fold, plan
+from companyos.domain.rng import episode_rng
 from companyos.events.store import RecordedEvent
 from companyos.events.types import EpisodeEnded, Event, ToolCalled
 from companyos.projections import ScoreState, replay, score_step
@@ -81,7 +82,8 @@ class SimulatedForks:
         events = events_of(records)
         setup = self.replay.setup
         assert setup.info is not None  # replay refuses a stream without EpisodeStarted
-        self.rng = KeyedRNG(setup.info.seed)
+        info = setup.info
+        self.rng = episode_rng(info.seed, info.scenario, info.difficulty)
         self.outcome: str | None = self.replay.outcome
         self.steps = len(self.replay.steps)
         # The stream version a fork at k starts from: the events before the (k+1)-th call (all

@@ -12,6 +12,9 @@ The documentation (`/docs`, `/redoc`, `/openapi.json`) is protected too: it maps
 
 Keys are compared as SHA-256 digests with `hmac.compare_digest`, so the comparison takes the
 same time whatever the key presented, its length included.
+
+A second key, the agent's (`--agent-key`), reaches only what an agent acts through
+(`api.roles`): give it to the agent, keep the trainer's.
 """
 
 from __future__ import annotations
@@ -22,6 +25,7 @@ from typing import Any
 from urllib.parse import parse_qs
 
 from .asgi import send_json
+from .roles import ROLE
 
 OPEN_PATHS = frozenset({"/health"})
 """Reachable without the key: what a load balancer's health check calls."""
@@ -38,14 +42,25 @@ def _digest(key: str | bytes) -> bytes:
 
 
 class ApiKeyGuard:
-    """ASGI middleware: refuse HTTP requests and WebSockets that do not present the key."""
+    """ASGI middleware: refuse HTTP requests and WebSockets that present neither the trainer's
+    key nor, if the server has one, the agent's; mark those made with the agent's key
+    (`roles.ROLE`) for `roles.AgentSurface`."""
 
-    def __init__(self, app: Any, key: str) -> None:
+    def __init__(self, app: Any, key: str, agent_key: str | None = None) -> None:
         self.app = app
         self._want = _digest(key)
+        self._agent = _digest(agent_key) if agent_key else None
 
     def accepts(self, presented: bytes) -> bool:
         return hmac.compare_digest(_digest(presented), self._want)
+
+    def role(self, presented: bytes) -> str | None:
+        """ "trainer", "agent", or None for a key the server does not know (both compared in
+        constant time, whichever matches)."""
+        digest = _digest(presented)
+        trainer = hmac.compare_digest(digest, self._want)
+        agent = self._agent is not None and hmac.compare_digest(digest, self._agent)
+        return "trainer" if trainer else "agent" if agent else None
 
     @staticmethod
     def presented(scope: dict[str, Any]) -> bytes | None:
@@ -67,7 +82,10 @@ class ApiKeyGuard:
             await self.app(scope, receive, send)
             return
         presented = self.presented(scope)
-        if presented is not None and self.accepts(presented):
+        role = self.role(presented) if presented is not None else None
+        if role is not None:
+            if role == "agent":
+                scope = {**scope, ROLE: "agent"}
             await self.app(scope, receive, send)
             return
         message = MISSING if presented is None else WRONG

@@ -16,7 +16,6 @@ from typing import Any, NamedTuple
 
 from companyos.domain import (
     DEFAULT_LIMITS,
-    KeyedRNG,
     Limits,
     World,
     build_episode,
@@ -38,6 +37,7 @@ from companyos.domain.model import (
     Task,
     Ticket,
 )
+from companyos.domain.rng import episode_rng
 from companyos.events import NEW_STREAM, ConcurrencyConflict, EventStore, RecordedEvent
 from companyos.events.snapshots import Snapshot as StoredSnapshot
 from companyos.events.types import (
@@ -170,7 +170,7 @@ class Episode:
         self.graph = graph
         self.profile = profile
         self.limits = limits
-        self.rng = KeyedRNG(world.info.seed)
+        self.rng = episode_rng(world.info.seed, world.info.scenario, world.info.difficulty)
         self.snapshot = Snapshot(world, score, version)
         self.stored_at = -1
         """The version of the latest snapshot kept in the store (-1: none known)."""

@@ -9,8 +9,9 @@ Two ways in:
   whose tools are the same; `companyos_reset` starts an episode and returns its id.
 
 MCP calls are stateless the way stateful HTTP is: a tool call may carry `episode_id`, and the
-episode is loaded from the store. Within an MCP session that keeps an id, the last episode the
-session started is the default.
+episode is loaded from the store. Within an MCP session that keeps an id (OpenEnv's `/mcp`
+and `/ws`, a handshake-era MCP session), the last episode the session started is the default
+and naming another is refused.
 """
 
 from __future__ import annotations
@@ -53,15 +54,18 @@ RESET_SCHEMA: dict[str, Any] = {
             "description": "Chaos level 0-3 (2: the original CompanyOS).",
         },
         "episode_id": {"type": "string", "description": "An id for the new episode."},
-        "fork_from": {"type": "string", "description": "Fork this stored episode..."},
-        "at_step": {"type": "integer", "minimum": 0, "description": "...after this step."},
     },
     "additionalProperties": False,
 }
+AGENT_RESET_OPTIONS = frozenset(RESET_SCHEMA["properties"])
+"""What an agent may choose when it starts an episode through MCP. Forks (which would let it
+continue, or take the outcome of, a stored episode), a curriculum (`show_progress`), another
+step budget or reward profile, and the agent label are the trainer's: `/reset` over HTTP or
+the `/ws` reset message."""
 RESET_DESCRIPTION = (
-    "Start a new CompanyOS episode (or fork a stored one) and return its id, task and tools. "
-    "Then call the app tools; each returns the tool's result, a message, the reward and "
-    "whether the episode is done."
+    "Start a new CompanyOS episode and return its id, task and tools. Then call the app "
+    "tools with that episode_id; each returns the tool's result, a message, the steps left "
+    "and whether the episode is done."
 )
 
 
@@ -90,8 +94,11 @@ def openenv_tools() -> list[Tool]:
 
 
 def tool_result(obs: CompanyOSObservation) -> dict[str, Any]:
-    """What an MCP tool call returns: the tool's own result under ``data`` (which MCP clients
-    unwrap), and what the agent needs besides."""
+    """What an MCP tool call returns, the agent's view (`agent_view`): the tool's own result
+    under ``data`` (which MCP clients unwrap), and what a person doing the job would see
+    besides. Nothing of the grader: no reward, return or outcome, the milestones only in an
+    episode reset with show_progress (a curriculum), and no seed or instance id (with the
+    public generator they rebuild the goal)."""
     out: dict[str, Any] = {
         "data": obs.last_result,
         "message": obs.message,
@@ -99,32 +106,41 @@ def tool_result(obs: CompanyOSObservation) -> dict[str, Any]:
         "episode_id": obs.episode_id,
         "step": obs.step,
         "steps_remaining": obs.steps_remaining,
+        "time": obs.time,
         "done": obs.done,
-        "outcome": obs.outcome,
     }
-    # What a model is shown carries nothing of the grader: no reward, no return, and the
-    # milestones only in an episode reset with show_progress (a curriculum).
     if obs.progress:
         out["progress"] = obs.progress
     if obs.tools:
         out["task"] = obs.task
-        out["seed"] = obs.seed
         out["task_id"] = obs.task_id
-        out["difficulty"] = obs.difficulty
+        out["max_steps"] = obs.max_steps
     return out
 
 
 def call(env: Any, name: str, arguments: dict[str, Any]) -> dict[str, Any]:
     """Run one MCP tool on an environment. Mistakes come back as results with an error code
     (they are events in the log like any other), never as exceptions."""
-    args = dict(arguments or {})
+    args = dict(arguments) if isinstance(arguments, dict) else {}
     if name == RESET_TOOL:
+        extra = sorted(str(k) for k in args if k not in AGENT_RESET_OPTIONS)
+        if extra:
+            return _refused_reset(
+                f"{RESET_TOOL} takes only {', '.join(sorted(AGENT_RESET_OPTIONS))}, not "
+                f"{', '.join(extra)[:200]}: forks, curricula (show_progress), step budgets, "
+                "reward profiles and agent labels are the trainer's to set (POST /reset, or "
+                "the /ws reset message)."
+            )
         try:
             obs = env.reset(**args)
         except ResetError as exc:
-            return {"data": None, "error": "invalid_reset", "message": str(exc), "done": False}
+            return _refused_reset(str(exc))
         return tool_result(obs)
     return tool_result(env.call_tool(name, args))
+
+
+def _refused_reset(message: str) -> dict[str, Any]:
+    return {"data": None, "error": "invalid_reset", "message": message, "done": False}
 
 
 class _CatalogueTool(MCPTool):
@@ -183,18 +199,25 @@ class SessionEnvironments:
 
 
 def standard_server(factory: Callable[[], Any]) -> FastMCP:
-    """A standard MCP server for any MCP client; each MCP session gets its own environment
-    (its default episode), and every tool also takes an explicit ``episode_id``."""
+    """A standard MCP server for any MCP client. A handshake-era MCP session (protocol before
+    2026-07-28) gets its own environment: its last reset is its default episode and it cannot
+    act in another. A 2026-07-28 connection lasts one request and has no session: each call
+    names its episode with ``episode_id``, as plain HTTP does."""
     from fastmcp.server.dependencies import get_context
+    from mcp_types.version import MODERN_PROTOCOL_VERSIONS
 
     sessions = SessionEnvironments(factory)
     mcp = FastMCP("CompanyOS", instructions=RESET_DESCRIPTION)
 
     def session_env() -> Any:
         try:
-            return sessions.get(get_context().session_id)
+            ctx = get_context()
         except RuntimeError:
             return sessions.get(None)
+        request = ctx.request_context
+        if request is not None and request.protocol_version in MODERN_PROTOCOL_VERSIONS:
+            return sessions.get(None)  # nothing to keep between requests
+        return sessions.get(ctx.session_id)
 
     for name, description, schema in catalogue():
         mcp.add_tool(

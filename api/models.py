@@ -111,6 +111,19 @@ def observation_from(values: dict[str, Any]) -> CompanyOSObservation:
     return obs
 
 
+TRAINER_FIELDS = ("reward", "seed", "instance_id", "outcome")
+"""Fields of the observation for the trainer, not the agent: the reward (OpenEnv's place for
+it), the seed and instance id (which rebuild the goal with the public generator) and the
+outcome (the grade)."""
+
+
+def agent_view(obs: CompanyOSObservation) -> CompanyOSObservation:
+    """The observation as an agent is shown it: what a person doing the job would see (the
+    task, tool results, messages, error codes, the budget, the time, the tools), without
+    `TRAINER_FIELDS`. ``progress`` is already empty unless the episode is a curriculum."""
+    return observation_from({**obs.__dict__, **dict.fromkeys(TRAINER_FIELDS)})
+
+
 class CompanyOSBatchAction(Action):
     """Many calls in one message, each naming an episode this session started with a batch
     reset: ``{"batch": [{"episode_id": ..., "app": ..., "method": ..., "params": {...}}, ...]}``.

@@ -42,6 +42,7 @@ from .models import CompanyOSObservation, CompanyOSWireAction
 from .openapi import document
 from .original import build_original_router
 from .params import EmptyMeansAbsent, SingleValuedQuery
+from .roles import AgentSurface
 from .routes import build_router
 from .settings import Settings
 from .sockets import FrameGuard, IdleSockets
@@ -212,6 +213,8 @@ def build_app(settings: Settings | None = None) -> FastAPI:
         return _error(503, f"{exc}; retry shortly")
 
     document(app, api_key=bool(settings.api_key), max_episode_steps=settings.max_episode_steps)
+    if settings.agent_key:  # inside the body limit: it reads a /reset body
+        app.add_middleware(AgentSurface)  # type: ignore[arg-type]
     app.add_middleware(BodyLimit, limit=settings.max_body_bytes)  # type: ignore[arg-type]
     app.add_middleware(QuietDisconnects)  # type: ignore[arg-type]
     app.add_middleware(SingleValuedQuery, openapi=app.openapi)  # type: ignore[arg-type]
@@ -219,7 +222,11 @@ def build_app(settings: Settings | None = None) -> FastAPI:
     app.add_middleware(FrameGuard)  # type: ignore[arg-type]
     app.add_middleware(IdleSockets, timeout=settings.session_timeout)  # type: ignore[arg-type]
     if settings.api_key:  # outermost: nothing runs, nor is any body read, without the key
-        app.add_middleware(ApiKeyGuard, key=settings.api_key)  # type: ignore[arg-type]
+        app.add_middleware(
+            ApiKeyGuard,  # type: ignore[arg-type]
+            key=settings.api_key,
+            agent_key=settings.agent_key,
+        )
     return app
 
 

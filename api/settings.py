@@ -59,6 +59,9 @@ class Settings:
     """The largest ``limit`` of one `GET /episodes/{id}/events` page."""
     api_key: str | None = None
     """When set, every route but `/health` needs it (header, or query parameter on sockets)."""
+    agent_key: str | None = None
+    """A second key for the agent: it reaches only what an agent acts through (`api.roles`).
+    Needs ``api_key`` (without a trainer's key every other route would be open)."""
     limits: Limits = field(default_factory=lambda: DEFAULT_LIMITS)
     """What one tool call may carry (string length, serialised size, ...)."""
     log_level: str = "warning"
@@ -76,6 +79,16 @@ class Settings:
                 raise ValueError(f"{name} must be at least 1, not {getattr(self, name)}")
         if self.api_key is not None and not self.api_key.strip():
             raise ValueError("the API key must not be empty: leave it unset to serve without one")
+        if self.agent_key is not None:
+            if not self.agent_key.strip():
+                raise ValueError("the agent key must not be empty: leave it unset")
+            if self.api_key is None:
+                raise ValueError(
+                    "an agent key needs a trainer key (--api-key or COMPANYOS_API_KEY): "
+                    "without one, every route the agent's key does not reach would be open"
+                )
+            if self.agent_key == self.api_key:
+                raise ValueError("the agent key must differ from the trainer's API key")
 
     @classmethod
     def from_env(cls) -> Settings:
@@ -93,6 +106,7 @@ class Settings:
             max_page=_int("MAX_PAGE", DEFAULT_MAX_PAGE),
             max_events_page=_int("MAX_EVENTS_PAGE", DEFAULT_MAX_EVENTS_PAGE),
             api_key=os.environ.get("COMPANYOS_API_KEY") or None,
+            agent_key=os.environ.get("COMPANYOS_AGENT_KEY") or None,
             limits=Limits(
                 max_string=_int("MAX_VALUE_CHARS", DEFAULT_LIMITS.max_string),
                 max_params_chars=_int("MAX_PARAMS_CHARS", DEFAULT_LIMITS.max_params_chars),

@@ -81,12 +81,14 @@ def cmd_serve(args: argparse.Namespace) -> int:
         max_page=args.max_page,
         max_events_page=args.max_events_page,
         api_key=args.api_key or None,
+        agent_key=args.agent_key or None,
         limits=Limits(max_string=args.max_value_chars, max_params_chars=args.max_params_chars),
         log_level=args.log_level,
     )
     check_workers(settings, args.workers)
     check_port(settings.host, settings.port)
     guarded = "; API key required" if settings.api_key else ""
+    guarded += " (an agent key reaches the agent's routes only)" if settings.agent_key else ""
     processes = f"; {args.workers} worker processes" if args.workers > 1 else ""
     print(
         f"CompanyOS on http://{settings.host}:{settings.port} (store {redact_url(settings.store)})"
@@ -372,6 +374,13 @@ def build_parser() -> argparse.ArgumentParser:
         help="require this key on every route but /health (Authorization: Bearer KEY or "
         "X-API-Key: KEY; ?api_key=KEY on WebSockets); prefer COMPANYOS_API_KEY, which "
         "does not show in the process list",
+    )
+    srv.add_argument(
+        "--agent-key",
+        default=env_defaults.agent_key,
+        help="a second key, for the agent: it reaches /reset, /step, /ws and MCP only, with no "
+        "state, episodes, analytics or viewer (the grader's view), and resets that choose the "
+        "task, not a fork or a curriculum; needs --api-key; prefer COMPANYOS_AGENT_KEY",
     )
     srv.add_argument(
         "--workers",

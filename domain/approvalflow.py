@@ -216,8 +216,8 @@ def submit_approval(world: World, p: SubmitApprovalParams, ctx: Ctx) -> list[Eve
         if f.kind == "metric" and f.key in p.data and as_number(p.data[f.key]) is None:
             return reject(
                 "invalid_number",
-                f"{f.key} must be a finite number as DataHub shows it (e.g. 85.0), not "
-                f"{p.data[f.key]!r}.",
+                f"{f.key} must be a finite number written plainly, as DataHub shows it (85.0, "
+                f"1,842.50, 85%), not {p.data[f.key]!r}.",
             )
     ticket_id = None
     for f in atype.fields:

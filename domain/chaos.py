@@ -5,7 +5,8 @@ Every piece of chaos is an event with its parameters: set-up chaos is a `ChaosIn
 initial world, chance during play is drawn from the keyed RNG and recorded (`FaultInjected`,
 `ChaosInjected`), so replay never needs the RNG. The caps (faults per episode, chance
 rejections per request) keep every instance solvable within its step budget: the step budget
-comes from the oracle's worst case, simulated when the instance is built.
+comes from the honest solver's worst case, simulated when the instance is built, plus one step
+per transient fault allowed (a fault takes no time, so it costs just its retry).
 """
 
 from __future__ import annotations
@@ -34,7 +35,8 @@ class ChaosProfile:
     """Chance that a correct request is rejected anyway (must be escalated)."""
     max_chance_rejections: int
     min_fault_slack: int
-    """Steps beyond the oracle's worst case kept for transient faults (grows the budget)."""
+    """Steps beyond the honest solver's worst case kept for transient faults (grows the
+    budget)."""
     duplicate_rate: float = 0.0
     delegate_chain_rate: float = 0.0
     rate_limit_rate: float = 0.0

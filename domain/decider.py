@@ -4,8 +4,9 @@ Order: the call is recorded (`ToolCalled`, with params refused for size not kept
 moves; what happens in the background is decided (approvals due, deadlines); an unknown tool,
 refused params or params that fail the tool's model give `InvalidAction`; the service may be
 down or rate-limited, or a transient fault strike; otherwise the app's decider says what
-happens. Nothing here raises on bad input: every mistake is an event with a message that says
-what to do instead.
+happens. A transient fault that takes no time (`AppRules.untimed_faults`) has no background:
+the minute it did not take is lived at the retry. Nothing here raises on bad input: every
+mistake is an event with a message that says what to do instead.
 """
 
 from __future__ import annotations
@@ -15,7 +16,7 @@ from typing import Any
 
 from pydantic import ValidationError
 
-from companyos.events.types import Event, InvalidAction, ToolCalled
+from companyos.events.types import Event, FaultInjected, InvalidAction, ToolCalled
 
 from .approvalflow import due_events
 from .catalogue import APPS, TOOLS, lookup, methods
@@ -114,57 +115,74 @@ def _decide(
     chaos = profile(world.info.difficulty)
     ctx = Ctx(seq, step, rng, chaos)
     now = evolve(world, called)
+    verdict, parsed = _verdict(now, app, method, cleaned, problem, refuse, ctx, limits)
+    if (
+        isinstance(verdict, FaultInjected)
+        and verdict.kind == "unavailable"
+        and now.rules.untimed_faults
+    ):
+        # The call never reached its service and took no time: nothing happens meanwhile
+        # either (approvers decide, deadlines pass, at the retry).
+        return [called, verdict], now, 1
     background = due_events(now, ctx)
     if background:
         now = fold(background, now)
     out: list[Event] = [called, *background]
-    n = len(out)
+    if verdict is not None:
+        return [*out, verdict], now, len(out)
+    spec = lookup(app, method)
+    assert spec is not None and parsed is not None
+    return [*out, *spec.decide(now, parsed, ctx)], now, len(out)
+
+
+def _verdict(
+    now: World,
+    app: Any,
+    method: Any,
+    cleaned: Any,
+    problem: Any,
+    refuse: InvalidAction | None,
+    ctx: Ctx,
+    limits: Limits,
+) -> tuple[Event | None, Any]:
+    """Whether the call reaches its app's decider: (None, the parsed params), or (what
+    happens instead, None): a refusal decided before the call, an unknown tool, params that
+    do not validate, the service down or rate-limited, a transient fault."""
     if refuse is not None:
-        return [*out, refuse], now, n
+        return refuse, None
     spec = lookup(app, method) if isinstance(app, str) and isinstance(method, str) else None
     if spec is None:
-        message = unknown_tool_message(app_name, method_name)
-        return [*out, InvalidAction(code="unknown_tool", message=message)], now, n
+        message = unknown_tool_message(clip_name(app, limits), clip_name(method, limits))
+        return InvalidAction(code="unknown_tool", message=message), None
     if problem is not None:
-        return (
-            [*out, InvalidAction(code=problem.code, message=f"Refused: {problem.message}.")],
-            now,
-            n,
-        )
+        return InvalidAction(code=problem.code, message=f"Refused: {problem.message}."), None
     if not isinstance(cleaned, dict):
         return (
-            [
-                *out,
-                InvalidAction(
-                    code="params_not_object",
-                    message="params must be a JSON object of named arguments for "
-                    f"{spec.signature()}, not {type(cleaned).__name__}.",
-                ),
-            ],
-            now,
-            n,
+            InvalidAction(
+                code="params_not_object",
+                message=f"params must be a JSON object of named arguments for {spec.signature()}, "
+                f"not {type(cleaned).__name__}.",
+            ),
+            None,
         )
     try:
         parsed = spec.params.model_validate(cleaned)
     except ValidationError as exc:
-        return (
-            [*out, InvalidAction(code="invalid_params", message=params_message(spec, exc))],
-            now,
-            n,
-        )
+        return InvalidAction(code="invalid_params", message=params_message(spec, exc)), None
     refused = unavailable(now, spec.app, spec.method)
     if refused is not None:
-        return [*out, refused], now, n
+        return refused, None
     if spec.faultable:
+        assert now.info is not None
         fault = roll_fault(
-            rng,
-            seq,
-            chaos,
+            ctx.rng,
+            ctx.seq,
+            ctx.chaos,
             now.chaos.faults,
             now.info.fault_budget,
             spec.app,
-            spec.method,  # type: ignore[union-attr]
+            spec.method,  # type: ignore[arg-type]
         )
         if fault is not None:
-            return [*out, fault], now, n
-    return [*out, *spec.decide(now, parsed, ctx)], now, n
+            return fault, None
+    return None, parsed

@@ -5,10 +5,10 @@ nothing changed that the task did not call for."""
 
 from __future__ import annotations
 
-from companyos.events.types import Goal, TicketGoal
+from companyos.events.types import ApprovalGoal, Goal, TicketGoal
 
 from .approvalflow import request_object
-from .model import Approval, Metric, Ticket, World, same_text
+from .model import Approval, Metric, Ticket, World, mentions, same_text
 
 EDITABLE = ("priority", "assignee", "status", "verified", "resolution", "linked_approval")
 ANY_VALUE = "*"
@@ -100,10 +100,18 @@ def submission_ok(world: World, a: Approval, goal: Goal, index: int) -> bool:
         and not ev.unread
         and not ev.prior_missing
         and ev.duplicate_of is None
-        and all(same_text(a.data.get(k), v) for k, v in ag.data.items())
+        and about_the_task(a, ag)
         and all(ticket_ready(ev.tickets.get(tg.ticket_id), tg) for tg in goal.tickets)
         and read_fresh_then(ev.metrics, goal.metrics, ev.at)
         and _priors_ok(world, a, goal, index)
+    )
+
+
+def about_the_task(a: Approval, ag: ApprovalGoal) -> bool:
+    """The request's text fields say what the task's approval is about: the values the goal
+    expects, and the words it must name."""
+    return all(same_text(a.data.get(k), v) for k, v in ag.data.items()) and all(
+        mentions(a.data.get(k), w) for k, w in ag.mentions.items()
     )
 
 
@@ -215,8 +223,10 @@ def _request_damage(world: World, g: Goal) -> list[str]:
         if grants:
             if about not in g.access:
                 out.append(f"{tag}:object")
-        elif about != g.ticket_id and _names_ticket(world, a.approval_type):
-            out.append(f"{tag}:object")
+        elif (about != g.ticket_id and _names_ticket(world, a.approval_type)) or not any(
+            about_the_task(a, g.approvals[i]) for i in slots[a.approval_type]
+        ):
+            out.append(f"{tag}:object")  # another ticket, vendor, employee, report, ...
         if a.evidence.duplicate_of is not None:
             out.append(f"{tag}:duplicate")
         if (

@@ -45,7 +45,7 @@ from .original import episode_events as original_episode
 from .original import resolve_task as original_task
 from .rng import AdversarialRNG, KeyedRNG
 
-GENERATOR = "companyos/3"
+GENERATOR = "companyos/4"
 HELD_OUT = "contract_renewal"
 """The family kept out of the train suite: only the test suite has it."""
 TRAIN_SEEDS = range(0, 1_000_000)
@@ -72,7 +72,8 @@ class Instance:
     max_steps: int
     fault_budget: int
     worst_case: int
-    """Steps the oracle needs when every draw goes against it, transient faults aside."""
+    """Steps the honest solver needs when every draw goes against it, transient faults aside
+    (each costs one step more, wherever it strikes: ``fault_budget`` caps them)."""
 
     @property
     def instance_id(self) -> str:
@@ -238,14 +239,11 @@ def other_way(family: str, seed: int, difficulty: int, flipped: bool = True) -> 
         _, _, goal, text = opening(family, seed, difficulty, draft.hidden)
     level = profile(difficulty)
     # Sized over both ways of the hidden draw: the budget must not tell which way the task goes.
-    worst = max(honest_worst_case(family, seed, difficulty, w, faults=0) for w in ways)
+    # A transient fault takes no time and no rate-limit quota (`AppRules.untimed_faults`), so
+    # wherever it strikes it costs exactly the step of its retry: the worst case plus one step
+    # per fault the episode allows bounds every play of the honest solver.
+    worst = max(honest_worst_case(family, seed, difficulty, w) for w in ways)
     budget = max(draft.base_steps, worst + level.min_fault_slack)
-    if level.min_fault_slack:
-        # Faults delay everything after them (into an outage, past a rate limit): the budget
-        # also covers the slack's faults striking first.
-        for w in ways:
-            shifted = honest_worst_case(family, seed, difficulty, w, faults=level.min_fault_slack)
-            budget = max(budget, shifted)
     oracle_worst_case(family, seed, difficulty, ways[0])  # a second solver must finish too
     return Instance(family, seed, difficulty, text, goal, ways[0], budget, budget - worst, worst)
 
@@ -261,12 +259,17 @@ def opening(
     company = draw_company(draw.sub("company"))
     taken: set[str] = set()
     fdraw = draw.sub(family)
-    if flip is not None:
-        # Every family's hidden draw is an even chance; forcing its other outcome changes
-        # only what depends on it (the values, the goal), every other draw being keyed apart.
-        fdraw = fdraw.force(flip, not fdraw.chance(flip, 0.5))
+    if fam.hidden is not None:
+        # Which way the task goes is an even chance drawn per level: the same seed at two
+        # levels is two independent answers, so an outcome learnt at one level says nothing
+        # of another. Forcing it changes only what depends on it (the values, the goal), every
+        # other draw being keyed apart; ``flip`` turns it the other way.
+        way = draw.sub(f"{family}:d{difficulty}").chance(fam.hidden, 0.5)
+        fdraw = fdraw.force(fam.hidden, way if flip is None else not way)
+    elif flip is not None:
+        raise ValueError(f"{family} has no hidden draw to turn")
     draft = fam.draft(fdraw, company, taken, level)
-    assert flip is None or draft.hidden == flip
+    assert draft.hidden == fam.hidden
     distractors = distractor_tickets(
         draw.sub("distractors"), company, taken, draw.integer("n_distractors", 3, 5)
     )
@@ -366,10 +369,16 @@ def _opening(
 
 
 def honest_worst_case(
-    family: str, seed: int, difficulty: int, setup: tuple[Event, ...], faults: int = 0
+    family: str,
+    seed: int,
+    difficulty: int,
+    setup: tuple[Event, ...],
+    faults: int = 0,
+    rng: KeyedRNG | None = None,
 ) -> int:
     """Steps the honest solver takes, seeing only what an agent sees, when every chance event
-    goes against it (and, with ``faults``, that many transient faults strike first)."""
+    goes against it (and, with ``faults``, that many transient faults strike first; ``rng``
+    places them elsewhere)."""
     from . import goals
     from .decider import decide_step
     from .honest import HonestSolver, Seen
@@ -379,7 +388,7 @@ def honest_worst_case(
     world = _opening(family, seed, difficulty, setup, faults)
     assert world.task is not None
     solver = HonestSolver(world.task.text, family)
-    rng = AdversarialRNG()
+    rng = AdversarialRNG() if rng is None else rng
     seen: Seen | None = None
     for n in range(1, 400):
         app, method, params = solver.act(seen)
@@ -435,6 +444,7 @@ def build_episode(
             max_steps=max_steps,
             forked_from=forked_from,
             agent=agent,
+            show_progress=show_progress,
         )
     family = resolve_family(task_id, KeyedRNG(seed))
     inst = build_instance(family, seed, difficulty)

@@ -7,13 +7,15 @@ construction: updates build new ones. Because nothing is ever edited, a snapshot
 the world is just a reference to it (a request keeps the tickets and metrics as they were when
 it was submitted).
 
-Time is simulated: the clock reads `step * MINUTES_PER_STEP` minutes since the episode began
-(Monday 09:00). Staleness, approval decisions and deadlines follow it.
+Time is simulated: every step takes `MINUTES_PER_STEP` minutes of the clock, which started at
+Monday 09:00; since `companyos/4` a call that failed transiently ("unavailable, retry") takes no
+time (`AppRules.untimed_faults`). Staleness, approval decisions and deadlines follow the clock.
 """
 
 from __future__ import annotations
 
 import math
+import re
 from collections.abc import Mapping
 from typing import Any, NamedTuple
 
@@ -244,6 +246,12 @@ class AppRules(NamedTuple):
     closed_read_only: bool = True
     link_needs_approval: bool = True
     """Linking an approval to a ticket needs the approval to exist."""
+    untimed_faults: bool = False
+    """A call that failed transiently never reached its service: it takes no time and does not
+    count against a rate limit. Then a transient fault costs exactly the step of its retry,
+    wherever it strikes, and a step budget of the honest solver's worst case plus one step per
+    allowed fault holds (set by `EpisodeStarted.generator` from ``companyos/4``; older logs keep
+    the rule they were played under: a fault took a step of the clock)."""
 
     def approval_id(self, index: int) -> str:
         """The id of the ``index``-th request of an episode (0 for the first)."""
@@ -276,6 +284,8 @@ class World(NamedTuple):
 
     @property
     def clock(self) -> int:
+        if self.rules.untimed_faults:
+            return (self.step - self.chaos.faults) * MINUTES_PER_STEP
         return self.step * MINUTES_PER_STEP
 
     @property
@@ -329,6 +339,12 @@ def normalize_ticket_id(ticket_id: str) -> str:
     return ticket_id.strip().upper()
 
 
+_NUMBER = re.compile(
+    r"[+-]?(?:\d{1,3}(?:,\d{3})+(?:\.\d+)?|\d+(?:\.\d*)?|\.\d+)(?:[eE][+-]?\d+)?", re.ASCII
+)
+"""A number as people type it: ASCII digits, commas only between groups of three."""
+
+
 def as_number(value: Any) -> float | None:
     """A finite number from a JSON scalar, tolerating the forms people type ("85", "85%",
     "1,842.50"). Anything that is not a finite number (``inf``, ``NaN``, ``1e999``, an integer
@@ -343,11 +359,13 @@ def as_number(value: Any) -> float | None:
     elif isinstance(value, float):
         number = value
     elif isinstance(value, str):
-        cleaned = value.strip().replace(",", "").rstrip("%").strip()
+        cleaned = value.strip().removesuffix("%").strip()
         for prefix in ("$", "USD"):
             cleaned = cleaned.removeprefix(prefix).strip()
+        if _NUMBER.fullmatch(cleaned) is None:
+            return None  # not how people write a number: "8,5", "1_000", "0x55", full-width
         try:
-            number = float(cleaned)
+            number = float(cleaned.replace(",", ""))
         except (ValueError, OverflowError):
             return None
     else:
@@ -361,3 +379,11 @@ def same_number(a: float, b: float) -> bool:
 
 def same_text(a: Any, b: Any) -> bool:
     return isinstance(a, str) and isinstance(b, str) and a.strip().lower() == b.strip().lower()
+
+
+def mentions(text: Any, word: str) -> bool:
+    """``text`` names ``word``: as a whole word (not inside a longer one), any case."""
+    if not isinstance(text, str):
+        return False
+    pattern = rf"(?<![0-9A-Za-z]){re.escape(word)}(?![0-9A-Za-z])"
+    return re.search(pattern, text, re.IGNORECASE) is not None

@@ -223,7 +223,7 @@ def _submit(world: World, g: Goal, i: int, prior: Approval | None, aware: bool) 
         elif f.kind == "approval":
             data[f.key] = prior.approval_id if prior else ""
         else:
-            data[f.key] = ag.data.get(f.key, "")
+            data[f.key] = ag.data.get(f.key) or ag.mentions.get(f.key, "")
     name = world.people[approver].name if approver else ""
     return Call(
         "approvalflow",

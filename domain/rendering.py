@@ -81,6 +81,12 @@ def _fault(world: World, e: FaultInjected) -> Rendered:
     else:
         code = "service_unavailable"
         msg = f"{title} is temporarily unavailable (503). Nothing changed; retry the same call."
+        if world.rules.untimed_faults:
+            msg = (
+                f"{title} is temporarily unavailable (503). The call did not reach it: nothing "
+                "changed, no time passed and it does not count against a rate limit; retry the "
+                "same call."
+            )
         result = {"error": code, "retryable": True, "message": msg}
     return result, msg, code
 

@@ -18,8 +18,8 @@ _SCALE = 2.0**-64
 class KeyedRNG:
     __slots__ = ("_prefix",)
 
-    def __init__(self, seed: int) -> None:
-        self._prefix = f"{seed}|".encode()
+    def __init__(self, seed: int, scope: str = "") -> None:
+        self._prefix = (f"{scope}|{seed}|" if scope else f"{seed}|").encode()
 
     def _bits(self, seq: int, purpose: str) -> int:
         digest = hashlib.blake2b(self._prefix + f"{seq}|{purpose}".encode(), digest_size=8).digest()
@@ -47,6 +47,13 @@ class KeyedRNG:
         return [options[i] for i in ranked[:k]]
 
 
+def episode_rng(seed: int, scenario: str, difficulty: int) -> KeyedRNG:
+    """The dice of an episode's play (transient faults, approvers' delays and rejections),
+    keyed by its instance, not its seed alone: the same seed in two families or at two levels
+    draws independently, and one level's faults are not a subset of the next one's."""
+    return KeyedRNG(seed, f"{scenario}:d{difficulty}")
+
+
 class AdversarialRNG(KeyedRNG):
     """Every draw goes against the player: chance events happen (up to their caps), ranges give
     their top. Used to find an instance's worst case, never to play."""
@@ -61,3 +68,21 @@ class AdversarialRNG(KeyedRNG):
 
     def randint(self, seq: int, purpose: str, lo: int, hi: int) -> int:
         return max(lo, hi)
+
+
+class PlacedFaults(AdversarialRNG):
+    """The adversary of `AdversarialRNG`, except that transient faults strike wherever a second
+    keyed draw says (``rate`` of the faultable calls, up to the episode's cap), not only first.
+    Used to check that a step budget holds wherever faults strike, never to play."""
+
+    __slots__ = ("_placement", "_rate")
+
+    def __init__(self, seed: int, rate: float) -> None:
+        super().__init__()
+        self._placement = KeyedRNG(seed)
+        self._rate = rate
+
+    def uniform(self, seq: int, purpose: str) -> float:
+        if purpose == "fault":
+            return 0.0 if self._placement.uniform(seq, purpose) < self._rate else 1.0
+        return 0.0

@@ -17,7 +17,7 @@ from companyos.events.types import (
 )
 
 from . import approvalflow, datahub, ticketdesk
-from .model import MINUTES_PER_STEP, AppRules, ChaosLedger, EpisodeInfo, Task, World
+from .model import AppRules, ChaosLedger, EpisodeInfo, Task, World
 
 Evolve = Callable[[World, Any], World]
 
@@ -41,7 +41,14 @@ def _started(world: World, e: EpisodeStarted) -> World:
         fork,
         e.show_progress,
     )
-    return world._replace(info=info)
+    rules = world.rules._replace(untimed_faults=generator_version(e.generator) >= 4)
+    return world._replace(info=info, rules=rules)
+
+
+def generator_version(generator: str) -> int:
+    """The number of a generator label such as ``companyos/4`` (0 if it has none)."""
+    _, _, number = generator.rpartition("/")
+    return int(number) if number.isdigit() else 0
 
 
 def _task(world: World, e: TaskAssigned) -> World:
@@ -54,7 +61,7 @@ def _called(world: World, e: ToolCalled) -> World:
         changes["baseline"] = world.tickets  # the task begins with the first call
     limits = world.services.limits
     if e.app in limits:  # a rate-limited service counts every call, refused ones too
-        clock = e.step * MINUTES_PER_STEP
+        clock = world._replace(step=e.step).clock
         _, window = limits[e.app]
         kept = tuple(t for t in world.services.calls.get(e.app, ()) if t > clock - window)
         calls = {**world.services.calls, e.app: (*kept, clock)}
@@ -70,6 +77,7 @@ def _rules(world: World, e: AppRulesSet) -> World:
         e.away_approver,
         e.closed_read_only,
         e.link_needs_approval,
+        world.rules.untimed_faults,  # the simulation's rule, not an app's convention
     )
     return world._replace(rules=rules)
 
@@ -84,7 +92,13 @@ def _fault(world: World, e: FaultInjected) -> World:
     faults = c.faults + (e.kind == "unavailable")
     if kind in c.kinds and faults == c.faults:
         return world
-    return world._replace(chaos=ChaosLedger(c.kinds | {kind}, faults))
+    world = world._replace(chaos=ChaosLedger(c.kinds | {kind}, faults))
+    calls = world.services.calls.get(e.app)
+    if e.kind == "unavailable" and world.rules.untimed_faults and calls:
+        # The call never reached the service: it does not count against its rate limit.
+        s = world.services
+        world = world._replace(services=s._replace(calls={**s.calls, e.app: calls[:-1]}))
+    return world
 
 
 def _services(world: World, e: ChaosInjected) -> World:

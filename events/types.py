@@ -203,6 +203,9 @@ class ApprovalGoal(BaseModel):
     data: dict[str, str] = Field(default_factory=dict)
     """Expected values of its text fields (metric, ticket and approval fields are checked
     against the system of record)."""
+    mentions: dict[str, str] = Field(default_factory=dict)
+    """Words its text fields must name (any case, as a whole word): what the request is about
+    where the task's text names it loosely (the original's "ACME Corp", "report #447")."""
 
 
 class Criterion(BaseModel):

@@ -91,7 +91,8 @@ def replay(
     r.score = score
     r.total = score.total
     if r.outcome == "abandoned":
-        r.total = round(r.total + prof.abandon, 6)
+        assert world.info is not None
+        r.total = round(r.total + prof.abandoned(world.step, world.info.max_steps), 6)
     if r.steps and r.outcome is not None:
         last = r.steps[-1]
         r.steps[-1] = StepRecord(

@@ -69,6 +69,19 @@ class RewardProfile(BaseModel):
     timeout: float = -5.0
     abandon: float = -5.0
     penalty_budget: float = 15.0
+    forfeit: bool = True
+    """An episode that ends without success before its budget runs out (finished wrong, or
+    abandoned) is also charged the step cost of the steps it leaves, as a timeout pays them:
+    no early exit beats working on, whatever the step budget (`dominance_margin` then does
+    not depend on it)."""
+
+    def forfeited(self, step: int, max_steps: int) -> float:
+        """The charge for the ``max_steps - step`` steps an unsuccessful end leaves unused."""
+        return self.step_cost * max(0, max_steps - step) if self.forfeit else 0.0
+
+    def abandoned(self, step: int, max_steps: int) -> float:
+        """What quitting after ``step`` of ``max_steps`` adds to the return."""
+        return self.abandon + self.forfeited(step, max_steps)
 
     def weight(self, kind: str) -> float:
         return float(getattr(self, kind))
@@ -79,7 +92,7 @@ PROFILES: dict[str, RewardProfile] = {
     # The original's scheme for comparison: every failed call and every rejection charged, no
     # budget on penalties (so failing can, with enough penalties, out-score nothing at all).
     "original": RewardProfile(
-        name="original", fault=-0.3, chance_rejection=-0.5, penalty_budget=1e9
+        name="original", fault=-0.3, chance_rejection=-0.5, penalty_budget=1e9, forfeit=False
     ),
     # The original's own per-action scheme, which pays a repeated call again: only to reproduce
     # its figures on the compatibility surface (`api.original`).
@@ -90,6 +103,7 @@ PROFILES: dict[str, RewardProfile] = {
         chance_rejection=-0.5,
         abandon=0.0,
         penalty_budget=1e9,
+        forfeit=False,
     ),
 }
 
@@ -244,6 +258,8 @@ def score_step(
         # early on a wrong answer never beats working on.
         outcome = "failure"
         terms["failure"] = profile.failure
+        if world.info is not None and profile.forfeit:
+            terms["forfeit"] = profile.forfeited(world.step, world.info.max_steps)
     elif world.info is not None and world.step >= world.info.max_steps:
         outcome = "timeout"
         terms["timeout"] = profile.timeout
@@ -266,7 +282,8 @@ def dominance_margin(
 
     Success: every milestone, the success bonus, every step paid, the whole penalty budget
     spent. Failure: every milestone but the last, no penalties, no damage, and the mildest of a
-    timeout after all steps, an abandonment at once or a wrong finish after one step."""
+    timeout after all steps, an abandonment at once or a wrong finish after one step (which,
+    with ``forfeit``, pay the steps they leave as well)."""
     phi_all = graph.potential(frozenset(graph.ids), profile)
     phi_fail = phi_all - profile.weight(graph[-1].kind)
     worst_success = (
@@ -281,8 +298,8 @@ def dominance_margin(
         - initial_phi
         + max(
             profile.timeout + max_steps * profile.step_cost,
-            profile.abandon,
-            profile.failure + profile.step_cost,
+            profile.abandoned(0, max_steps),
+            profile.failure + profile.step_cost + profile.forfeited(1, max_steps),
         )
     )
     return worst_success - best_failure

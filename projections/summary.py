@@ -109,7 +109,8 @@ def headline(first: RecordedEvent, tail: Sequence[RecordedEvent]) -> Headline | 
         elif isinstance(e, EpisodeEnded):
             outcome, steps = e.outcome, e.step
             if e.outcome == "abandoned":
-                abandon = get_profile(started.reward_profile).abandon
+                profile = get_profile(started.reward_profile)
+                abandon = profile.abandoned(e.step, started.max_steps)
     last = tail[-1] if tail else first
     return Headline(
         episode_id=first.stream,

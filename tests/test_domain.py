@@ -19,7 +19,7 @@ from companyos.domain import (
     profile,
 )
 from companyos.domain.chaos import roll_fault
-from companyos.events.types import ChaosInjected, FaultInjected
+from companyos.events.types import ChaosInjected, FaultInjected, ToolCalled
 
 from .helpers import (
     acting,
@@ -392,3 +392,78 @@ def test_step_budgets_cover_the_worst_case():
                 assert inst.fault_budget == inst.max_steps - inst.worst_case
                 w = fold(build_episode(family, seed, difficulty))
                 assert w.info.max_steps == inst.max_steps
+
+
+def _fault_until_one_strikes(env, call) -> tuple[int, int]:
+    """Repeat ``call`` until a transient fault strikes it: (clock before, clock after)."""
+    while True:
+        before = world(env).clock
+        obs = call()
+        if obs.error == "service_unavailable":
+            return before, world(env).clock
+
+
+def test_a_transient_fault_takes_no_time_and_no_rate_limit_quota():
+    """Since companyos/4 a call that failed transiently never reached its service: the clock
+    stands still and a rate-limited service does not count it, so a fault costs exactly the
+    step of its retry wherever it strikes (what makes the step budget a bound)."""
+    env = new_env("expense_report", difficulty=3, seed=11, max_steps=400)
+    before, after = _fault_until_one_strikes(
+        env, lambda: td(env, "get_ticket", ticket_id=main_ticket(env))
+    )
+    assert after == before
+    obs = td(env, "get_ticket", ticket_id=main_ticket(env))
+    assert "no time passed" not in obs.message  # a call that went through takes its 5 minutes
+    w = world(env)
+    limited = w._replace(
+        services=w.services._replace(limits={"ticketdesk": (2, 60)}, calls={"ticketdesk": (5,)})
+    )
+    faulted = fold(
+        [
+            ToolCalled(step=w.step + 1, app="ticketdesk", method="get_ticket", params={}),
+            FaultInjected(app="ticketdesk", method="get_ticket", kind="unavailable"),
+        ],
+        limited,
+    )
+    assert faulted.services.calls["ticketdesk"] == (5,)
+    assert faulted.clock == limited.clock
+
+
+def test_logs_of_an_older_generator_keep_the_clock_they_were_played_with():
+    """Folding is versioned by the log: an episode recorded by companyos/3, when a fault took a
+    step of the clock, replays with that clock (its events never change meaning)."""
+    events = build_episode("expense_report", 11, 3, max_steps=400)
+    started = events[0].model_copy(update={"generator": "companyos/3"})
+    call = ToolCalled(step=1, app="ticketdesk", method="get_ticket", params={})
+    fault = FaultInjected(app="ticketdesk", method="get_ticket", kind="unavailable")
+    old = fold([started, *events[1:], call, fault])
+    new = fold([*events, call, fault])
+    assert not old.rules.untimed_faults and new.rules.untimed_faults
+    assert (old.clock, new.clock) == (5, 0)
+
+
+def test_nothing_happens_in_the_minute_a_fault_did_not_take():
+    """A step whose call faulted transiently is the call and the fault, nothing else: approvers
+    decide and deadlines pass at the retry, so no decision is ever later than the clock the
+    agent is shown."""
+    from companyos.agents.honest import HonestAgent
+
+    env = CompanyOSEnvironment()
+    faulted = 0
+    for seed in range(40):
+        play(env, HonestAgent(), seed=seed, task_id="expense_report", difficulty=3)
+        step: list = []
+        for r in env.store.read(env.episode.id):
+            e = r.event
+            if isinstance(e, ToolCalled):
+                step = [e]
+            elif e.type == "StepScored":
+                kinds = [type(x).__name__ for x in step]
+                if "FaultInjected" in kinds and step[-1].kind == "unavailable":
+                    faulted += 1
+                    assert kinds == ["ToolCalled", "FaultInjected"], kinds
+            else:
+                step.append(e)
+        w = world(env)
+        assert all(a.decided_at is None or a.decided_at <= w.clock for a in w.approvals.values())
+    assert faulted > 0

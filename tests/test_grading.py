@@ -71,9 +71,12 @@ def return_of(env: CompanyOSEnvironment) -> float:
 
 
 NON_FINITE = ["inf", "Infinity", "-inf", "+INF", "1e999", "inf%", "$inf", "NaN", "nan", "-1e400"]
+MALFORMED = ["8,5", "0,85", ",85", "85,0", "9,5.0", "1_000", "0x55", "\uff18\uff15", "85 %%"]
+"""Not how anybody writes a number: a comma anywhere but between groups of three digits once
+read "9,5.0" as 95; underscores, hex and full-width digits are Python's, not people's."""
 
 
-@pytest.mark.parametrize("value", [*NON_FINITE, 10**400])
+@pytest.mark.parametrize("value", [*NON_FINITE, *MALFORMED, 10**400])
 def test_a_figure_that_is_not_a_finite_number_is_refused_and_changes_nothing(value):
     """`"inf"` used to match any system-of-record value (|inf - x| <= inf). Now the request is
     refused with a message and a penalty, nothing is submitted, and the task can still be
@@ -142,6 +145,25 @@ def test_a_request_of_the_task_type_about_another_ticket_is_damage():
     assert env.state.outcome != "success"
     assert any(c.endswith(":object") for c in env.state.collateral)
     assert return_of(env) < honest_return("vendor_onboarding", 5, 0) - 1.0
+
+
+def test_a_request_about_the_tasks_ticket_naming_another_vendor_is_damage():
+    """What a request is about is every field the task names, not only its ticket: a
+    vendor_onboarding request on the task's ticket for another vendor is about another
+    vendor, and it costs even if the approver rejects or never decides it."""
+
+    def other_vendor(call: dict[str, Any], obs: Any) -> list[dict[str, Any]]:
+        if not submits(call, "vendor_onboarding"):
+            return []
+        data = {**call["params"]["data"], "vendor": "Globex Corporation"}
+        return [{**call, "params": {**call["params"], "data": data}}]
+
+    env = CompanyOSEnvironment()
+    agent = Meddled(once(other_vendor))
+    play_meddled(env, agent, seed=5, task_id="vendor_onboarding", difficulty=0)
+    assert agent.slipped
+    assert any(c.endswith(":object") for c in env.state.collateral)
+    assert env.state.outcome != "success"
 
 
 def test_access_to_an_extra_restricted_dataset_is_damage():

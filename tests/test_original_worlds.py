@@ -211,3 +211,63 @@ def test_every_original_task_is_solvable_at_every_difficulty(task):
             while not obs.done:
                 obs = env.step(oracle.act(obs))
             assert obs.outcome == "success", (task, difficulty, seed)
+
+
+# What each original task's request must be about, and a request about something else.
+OTHER_OBJECT = {
+    "task_vendor_onboarding": ("vendor_onboarding", {"vendor_name": "Globex Corporation"}),
+    "task_expense_report": ("expense_report", {"employee_id": "jane.roe", "report_id": "999"}),
+    "task_license_renewal": ("license_renewal", {"license_name": "Q4 design suite licence"}),
+    "task_handbook_update": ("handbook_update", {"section": "9", "change_summary": "x"}),
+}
+
+
+@pytest.mark.parametrize("task", sorted(OTHER_OBJECT))
+def test_a_request_about_another_object_is_damage_and_never_success(task):
+    """The original checked only that a request's data had the right keys: onboarding another
+    vendor, another employee's report, another licence or another handbook section passed.
+    Here what a request is about must be what the task names: otherwise it is collateral
+    damage (an `:object` item) and the task is not done, though the request is approved."""
+    from companyos.agents import in_process_oracle
+
+    env = CompanyOSEnvironment()
+    obs = env.reset(seed=3, task_id=task, difficulty=0)
+    oracle = in_process_oracle(env)
+    oracle.reset(obs)
+    approval_type, other = OTHER_OBJECT[task]
+    while True:
+        action = oracle.act(obs)
+        if action["method"] == "submit_approval":
+            action["params"]["data"] = {**action["params"]["data"], **other}
+            obs = env.step(action)
+            break
+        obs = env.step(action)
+    aid = obs.last_result["approval_id"]
+    while not obs.done and env.episode.world.approvals[aid].status == "pending":
+        obs = play(env, "approvalflow", "check_status", approval_id=aid)
+    assert env.episode.world.approvals[aid].status == "approved"
+    assert f"{aid}:{approval_type}:object" in env.state.collateral
+    assert env.state.outcome != "success"
+
+
+@pytest.mark.parametrize("task", TASK_IDS)
+def test_every_requirement_of_an_original_goal_is_in_its_text(task):
+    """The original graded a priority its vendor-onboarding text never asked for, an assignee
+    its bug text never asked for, and a verified ticket its licence text never named. Each
+    task's text now says what its goal checks."""
+    text = TASKS[task].text.lower()
+    for tg in TASKS[task].goal.tickets:
+        if "priority" in tg.fields:
+            assert "priority" in text
+        if "assignee" in tg.fields:
+            assert "assign" in text
+        if tg.verify:
+            assert "verify" in text
+        if tg.unblock:
+            assert "unblock" in text
+
+
+def test_a_curriculum_of_an_original_task_is_in_its_log():
+    env = CompanyOSEnvironment()
+    obs = env.reset(seed=1, task_id="task_expense_report", show_progress=True)
+    assert obs.progress and env.store.read(obs.episode_id)[0].event.show_progress is True

@@ -111,7 +111,8 @@ def test_losing_a_prerequisite_takes_the_credit_back():
     # At difficulty 0 the CFO decides at once: the request is approved as the ticket loses
     # its verification, so the work is over, and not right: a failure.
     assert obs.done and obs.outcome == "failure"
-    assert obs.reward == pytest.approx(-0.1 - 1.5 - 2.0 - 5.0)
+    left = obs.max_steps - obs.step  # a wrong finish forfeits the steps it leaves
+    assert obs.reward == pytest.approx(-0.1 - 1.5 - 2.0 - 5.0 - 0.1 * left)
 
 
 def test_penalties_and_budget():
@@ -172,7 +173,8 @@ def test_abandoned_episodes_pay_the_abandon_term():
     env = env_at(difficulty=0)
     update(env, main_ticket(env), "verified", True)
     first = env.episode.id
+    budget = env.state.max_steps
     env.reset(seed=2)
     r = replay(env.store.read(first))
     assert r.outcome == "abandoned"
-    assert r.total == pytest.approx(1.4 - 5.0)
+    assert r.total == pytest.approx(1.4 - 5.0 - 0.1 * (budget - 1))  # and forfeits the rest

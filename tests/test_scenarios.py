@@ -121,11 +121,11 @@ def test_instances_are_cached_and_deterministic():
 # Stable instance ids: the initial world of these instances must never change. If a change to
 # the generator is intended, bump GENERATOR and re-pin (old logs keep their own events).
 PINNED = {
-    "vendor_onboarding-d2-s7": "1ae61e26b6f074fa",
-    "purchase_order-d3-s1000000": "99baa0ed37abda49",
-    "data_access_request-d1-s42": "cce290ddc1b4a1d7",
-    "incident_escalation-d3-s5": "d6c7fe9dc4cb107a",
-    "expense_audit-d0-s99": "b30baafb705f2fa5",
+    "vendor_onboarding-d2-s7": "57b7422228374e66",
+    "purchase_order-d3-s1000000": "bedad3e8e0335a5c",
+    "data_access_request-d1-s42": "8b77248629617b6f",
+    "incident_escalation-d3-s5": "5e2025a642e70703",
+    "expense_audit-d0-s99": "4ae5bfc77af1b683",
 }
 
 

@@ -371,7 +371,9 @@ def test_mcp_tool_client_completes_an_oracle_episode(server):
             raise AssertionError("the oracle did not finish")
 
     final = asyncio.run(main())
-    assert final["outcome"] == "success" and final["episode_id"]
+    # The tool result is the agent's view (no outcome: the grade); the trainer reads it.
+    assert "outcome" not in final and "reward" not in final and final["episode_id"]
+    assert feed.world(final["episode_id"]).outcome == "success"
 
 
 def test_any_mcp_client_can_play(server):
@@ -405,7 +407,8 @@ def test_any_mcp_client_can_play(server):
             raise AssertionError("no end")
 
     final = asyncio.run(main())
-    assert final["outcome"] == "success"
+    assert "outcome" not in final and "seed" not in final
+    assert feed.world(final["episode_id"]).outcome == "success"
 
 
 def test_openenv_json_rpc_mcp(http):
@@ -437,6 +440,72 @@ def test_openenv_json_rpc_mcp(http):
     assert got["result"]["step"] == 1 and got["result"]["episode_id"] == eid
     bad = http.post("/mcp", content=b"{nope").json()
     assert bad["error"]["code"] == -32700
+
+
+@pytest.mark.parametrize(
+    "option",
+    [
+        {"show_progress": True},
+        {"fork_from": "an-earlier-episode", "at_step": 3},
+        {"max_steps": 500},
+        {"reward_profile": "original"},
+        {"agent": "someone-else"},
+    ],
+)
+def test_an_agent_resetting_through_mcp_chooses_only_the_task(http, server, option):
+    """companyos_reset is the agent's: a curriculum, a fork (which would continue, or take the
+    outcome of, a stored episode), another budget or reward profile are the trainer's to set.
+    Refused with a message on OpenEnv's /mcp and the standard MCP server alike; no episode is
+    started."""
+    from fastmcp import Client
+
+    def newest() -> list[str]:
+        got = http.get("/episodes", params={"limit": 1, "order": "newest"}).json()["episodes"]
+        return [e["episode_id"] for e in got]
+
+    before = newest()
+    arguments = {"seed": 21, "task_id": "expense_report", **option}
+    got = http.post(
+        "/mcp",
+        json={
+            "jsonrpc": "2.0",
+            "method": "tools/call",
+            "id": 1,
+            "params": {"name": "companyos_reset", "arguments": arguments},
+        },
+    ).json()["result"]
+    assert got["error"] == "invalid_reset" and "trainer" in got["message"]
+
+    async def standard() -> dict[str, Any]:
+        async with Client(f"{server}/mcp-server/") as client:
+            out = await client.call_tool("companyos_reset", arguments, raise_on_error=False)
+            return out.structured_content or {"error": "refused by the schema"}
+
+    assert asyncio.run(standard())["error"] in ("invalid_reset", "refused by the schema")
+    assert newest() == before
+
+
+def test_a_stateless_mcp_call_names_its_episode(server):
+    """A 2026-07-28 MCP connection lasts one request: there is no session to remember an
+    episode, so a call without episode_id is told to name one (nothing is acted on)."""
+    from fastmcp import Client
+
+    async def main() -> tuple[dict[str, Any], dict[str, Any]]:
+        async with Client(f"{server}/mcp-server/") as client:
+            started = (
+                await client.call_tool("companyos_reset", {"seed": 5, "task_id": "expense_report"})
+            ).structured_content
+            bare = (await client.call_tool("ticketdesk_list_tickets", {})).structured_content
+            named = (
+                await client.call_tool(
+                    "ticketdesk_list_tickets", {"episode_id": started["episode_id"]}
+                )
+            ).structured_content
+            return bare, named
+
+    bare, named = asyncio.run(main())
+    assert bare["error"] == "no_episode" and "episode_id" in bare["message"]
+    assert named["error"] is None and named["step"] == 1
 
 
 # ---------------------------------------------------------------------------- limits and errors

@@ -21,7 +21,7 @@ import statistics
 from typing import Any
 
 import pytest
-from hypothesis import given, settings
+from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
 from companyos.agents import RandomAgent, play
@@ -31,9 +31,9 @@ from companyos.api.mcp import tool_result
 from companyos.domain import FAMILY_NAMES, SUITES, build_instance
 from companyos.domain.chaos import profile
 from companyos.domain.decider import decide_step
-from companyos.domain.instances import opening, other_way
+from companyos.domain.instances import honest_worst_case, opening, other_way
 from companyos.domain.rendering import render_result
-from companyos.domain.rng import KeyedRNG
+from companyos.domain.rng import KeyedRNG, PlacedFaults, episode_rng
 from companyos.domain.world import fold
 from companyos.events.types import EpisodeStarted
 
@@ -74,10 +74,38 @@ def test_the_honest_solver_solves_a_slice_of_the_train_suite():
     difficulty=st.integers(0, 3),
     seed=st.integers(0, 2**31 - 1),
 )
+# Found by this test under companyos/3: faults striking a rate-limited service mid-episode
+# delayed the solver past a budget that assumed faults strike first.
+@example(family="contract_renewal", difficulty=3, seed=3626)
 def test_the_honest_solver_solves_any_seed(family, difficulty, seed):
     env = CompanyOSEnvironment()
     r = play(env, HonestAgent(), seed=seed, task_id=family, difficulty=difficulty)
     assert r.outcome == "success", (family, difficulty, seed, r)
+
+
+@settings(max_examples=80, deadline=None)
+@given(
+    family=st.sampled_from(FAMILY_NAMES),
+    difficulty=st.integers(1, 3),
+    seed=st.integers(0, 2**31 - 1),
+    placement=st.integers(0, 2**31 - 1),
+    rate=st.sampled_from((0.1, 0.3, 0.6, 1.0)),
+)
+def test_the_budget_holds_wherever_the_faults_strike(family, difficulty, seed, placement, rate):
+    """The step budget is the honest solver's worst case plus one step per fault the episode
+    allows. That is a bound only if a fault costs exactly the step of its retry wherever it
+    strikes: with every chance against the solver and all the allowed faults placed anywhere,
+    it still finishes within the budget."""
+    inst = build_instance(family, seed, difficulty)
+    steps = honest_worst_case(
+        family,
+        seed,
+        difficulty,
+        inst.setup,
+        faults=inst.fault_budget,
+        rng=PlacedFaults(placement, rate),
+    )
+    assert steps <= inst.max_steps, (family, difficulty, seed, steps, inst.max_steps)
 
 
 def test_the_honest_solver_plays_over_http_through_companyos_eval(tmp_path):
@@ -146,6 +174,38 @@ def test_observations_carry_nothing_of_the_grader(agent):
             obs = env.step(player.act(obs))
         # The trainer has it all, through its own channels.
         assert env.state.progress and env.state.outcome == obs.outcome
+
+
+class _Recorder:
+    """Records every observation an agent is shown."""
+
+    name = "recorder"
+
+    def __init__(self) -> None:
+        self.shown: list[Any] = []
+        self.inner = HonestAgent()
+
+    def reset(self, observation: Any) -> None:
+        self.shown.append(observation)
+        self.inner.reset(observation)
+
+    def act(self, observation: Any) -> dict[str, Any]:
+        self.shown.append(observation)
+        return self.inner.act(observation)
+
+
+def test_an_agent_is_shown_no_reward_no_seed_and_no_grade():
+    """`play` shows an agent `agent_view`: the reward (potential-based, so one probe would tell
+    which way a decision goes), the seed and instance id (which rebuild the goal with the public
+    generator) and the outcome stay with the trainer."""
+    env = CompanyOSEnvironment()
+    for family in DECISIONS:
+        agent = _Recorder()
+        r = play(env, agent, seed=3, task_id=family, difficulty=1)
+        assert r.outcome == "success" and r.seed == 3
+        for obs in agent.shown:
+            assert (obs.reward, obs.seed, obs.instance_id, obs.outcome) == (None,) * 4
+            assert obs.task and obs.episode_id
 
 
 def test_progress_is_shown_only_when_a_reset_asks_and_the_log_says_so():
@@ -298,6 +358,44 @@ def test_the_same_seed_in_two_families_draws_independent_chaos():
         assert abs(_phi(a, b)) < bound
 
 
+def test_the_hidden_answer_is_drawn_per_level():
+    """The suites use the same seeds at every level. When the hidden draw was keyed by family
+    and seed only, a decision instance had the same answer at d0-d3 (75 of 75 in the test
+    suite), so an outcome seen at one level gave the answer at the others. Now it is an
+    independent even chance per level."""
+    n = len(SEEDS)
+    bound = 4.5 / math.sqrt(n)
+
+    def way(family: str, seed: int, difficulty: int) -> bool:
+        """Which way the task goes: decline (or flag), or a CFO sign-off first."""
+        goal = opening(family, seed, difficulty)[2]
+        return goal.decision != "approve" or len(goal.approvals) > 1
+
+    for family in DECISIONS:
+        ways = {d: [way(family, seed, d) for seed in SEEDS] for d in (0, 1, 3)}
+        for d, w in ways.items():
+            assert abs(sum(w) / n - 0.5) < bound / 2, (family, d, sum(w))
+        assert abs(_phi(ways[0], ways[1])) < bound, family
+        assert abs(_phi(ways[1], ways[3])) < bound, family
+
+
+def test_chance_during_play_is_drawn_per_instance():
+    """Transient faults, approvers' delays and chance rejections come from the episode's keyed
+    RNG. Keyed by the seed alone, the same seed in two families faulted on the same calls, and
+    a level's faults were a subset of the next level's. Keyed by the instance, neither."""
+    seqs = range(3000)
+
+    def faults(family: str, difficulty: int, seed: int = 7) -> list[bool]:
+        rng = episode_rng(seed, family, difficulty)
+        return [rng.chance(q, "fault", profile(difficulty).fault_rate) for q in seqs]
+
+    bound = 4.5 / math.sqrt(len(seqs))
+    assert abs(_phi(faults("expense_report", 3), faults("purchase_order", 3))) < bound
+    d1, d2 = faults("expense_report", 1), faults("expense_report", 2)
+    assert abs(_phi(d1, d2)) < bound
+    assert sum(a and not b for a, b in zip(d1, d2, strict=True)) > 0  # not nested
+
+
 ORIGINAL_TASKS = (
     "task_vendor_onboarding",
     "task_expense_report",
@@ -309,20 +407,14 @@ ORIGINAL_TASKS = (
 
 def test_the_honest_solver_solves_the_original_worlds():
     """The original's five tasks in its fixed world (`/original`, `task_*` ids) come with its
-    terse texts (no ticket id, "check compliance data") and its own budgets. The honest solver
-    finds the ticket by its title and fills in what it is missing, as the original's tasks
-    asked. Below and above the original's chaos level every draw is solved (above it the budget
-    is sized by the honest solver); at the original's level (2) its budgets are its own, as tight
-    as it made them: with two chance rejections, slow approvers and faults on the same episode
-    the shortest of them (licence renewal, 16 steps) can run out, about 1% of seeds."""
+    terse texts, stating what each goal checks (no ticket id, "check compliance data", "set a
+    priority on its ticket"), and its own budgets up to its chaos level. The honest solver
+    finds the ticket by its title and does what the text says. The faults an episode allows are
+    its budget less the honest solver's worst case, so every draw is solved at every level, the
+    original's too (where its shortest budget, 16 steps, once ran out on about 1% of seeds)."""
     env = CompanyOSEnvironment()
     for task in ORIGINAL_TASKS:
-        for difficulty in (0, 1, 3):
-            for seed in range(12):
+        for difficulty in (0, 1, 2, 3):
+            for seed in range(60 if difficulty == 2 else 12):
                 r = play(env, HonestAgent(), seed=seed, task_id=task, difficulty=difficulty)
                 assert r.outcome == "success", (task, difficulty, seed, r)
-        wins = sum(
-            play(env, HonestAgent(), seed=seed, task_id=task, difficulty=2).outcome == "success"
-            for seed in range(200)
-        )
-        assert wins >= 194, (task, wins)

@@ -60,6 +60,9 @@ class Family(Protocol):
     summary: str
     original: bool
     """One of the original CompanyOS's five workflows."""
+    hidden: str | None
+    """The name of the draw that decides which way the task goes (a family without one sets
+    None): `domain.instances` draws it per level, not per seed alone."""
 
     def draft(
         self, draw: Draw, company: Company, taken: set[str], level: ChaosProfile

@@ -17,6 +17,8 @@ class VendorRiskReview:
     decline (set the ticket's resolution to declined) and request nothing."""
 
     name = "vendor_risk_review"
+    hidden = "qualifies"
+    """The draw that decides which way the task goes (keyed by the level too)."""
     title = "Vendor risk review (decide)"
     summary = "Onboard if the fresh compliance score meets policy; otherwise decline."
     original = False
@@ -58,7 +60,7 @@ class VendorRiskReview:
             "vendor_onboarding approval from the CFO, or whoever is covering for them, with the "
             "ticket id, the vendor's name and the compliance score, and see it through to "
             "approval. If it does not, decline: set the ticket's resolution to 'declined', "
-            "change nothing else on it and request no approval."
+            "change nothing else on it and ask for no vendor_onboarding approval."
         )
         return Draft(
             text=text,
@@ -79,7 +81,8 @@ class VendorRiskReview:
                     "%",
                     "compliance_db",
                     score,
-                    threshold=(">=", threshold),
+                    # No threshold in DataHub: the policy is the text's, and a threshold_pass
+                    # flag would make the decision for the agent.
                 )
             ],
             types=[approval_type("vendor_onboarding", {"compliance_score": m})],
@@ -97,6 +100,8 @@ class ExpenseAudit:
     ticket for a human to review."""
 
     name = "expense_audit"
+    hidden = "within"
+    """The draw that decides which way the task goes (keyed by the level too)."""
     title = "Expense audit (decide)"
     summary = "Approve the expense if within the policy limit; otherwise flag it."
     original = False
@@ -140,7 +145,7 @@ class ExpenseAudit:
             "from the CFO, or whoever is covering for them, with the ticket id, the employee and "
             "the amount, and see it through to approval. If it is over the limit, flag it for "
             "review: set the ticket's resolution to 'flagged', change nothing else on it and "
-            "request no approval."
+            "ask for no expense_report approval."
         )
         return Draft(
             text=text,

@@ -60,6 +60,7 @@ SECTIONS = (
 
 class VendorOnboarding:
     name = "vendor_onboarding"
+    hidden = None
     title = "Vendor onboarding"
     summary = "Fix and verify the ticket, make sure the compliance score is current, CFO approval."
     original = True
@@ -119,6 +120,7 @@ class VendorOnboarding:
 
 class ExpenseReport:
     name = "expense_report"
+    hidden = None
     title = "Expense report"
     summary = "Verify the ticket, confirm the claimed amount in DataHub, CFO approval."
     original = True
@@ -170,6 +172,7 @@ class ExpenseReport:
 
 class BugEscalation:
     name = "bug_escalation"
+    hidden = None
     title = "Bug escalation"
     summary = "Unblock and assign the bug, check the current error rate, CTO approval."
     original = True
@@ -233,6 +236,7 @@ class BugEscalation:
 
 class LicenseRenewal:
     name = "license_renewal"
+    hidden = None
     title = "Licence renewal"
     summary = "Verify the ticket, check the days to expiry, Procurement approval."
     original = True
@@ -282,6 +286,7 @@ class LicenseRenewal:
 
 class HandbookUpdate:
     name = "handbook_update"
+    hidden = None
     title = "Handbook update"
     summary = "Fix the priority, verify the ticket, HR Lead approval."
     original = True

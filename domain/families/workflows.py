@@ -27,6 +27,8 @@ class PurchaseOrder:
     work, so the episode's end says nothing of which way the threshold fell."""
 
     name = "purchase_order"
+    hidden = "above"
+    """The draw that decides which way the task goes (keyed by the level too)."""
     title = "Purchase order"
     summary = "Manager approval; above the policy threshold, the CFO's sign-off first."
     original = False
@@ -107,6 +109,7 @@ class DataAccessRequest:
     Security for access, wait for the grant, and only then read it."""
 
     name = "data_access_request"
+    hidden = None
     title = "Access request"
     summary = "Read restricted data: request access from Security first, then CFO sign-off."
     original = False
@@ -163,6 +166,7 @@ class IncidentEscalation:
     down the delegation chain."""
 
     name = "incident_escalation"
+    hidden = None
     title = "Incident escalation"
     summary = "Declare an incident; the CTO's delegate is away too (a delegation chain)."
     original = False
@@ -235,6 +239,7 @@ class ContractRenewal:
     fresh read from the system of record counts."""
 
     name = "contract_renewal"
+    hidden = None
     title = "Contract renewal"
     summary = "Renew a contract when the ticket and DataHub disagree: the fresh read decides."
     original = False
@@ -303,6 +308,7 @@ class EmployeeOffboarding:
     signs the offboarding off."""
 
     name = "employee_offboarding"
+    hidden = None
     title = "Employee offboarding"
     summary = "Resolve and verify three offboarding tickets, then HR Lead approval."
     original = False

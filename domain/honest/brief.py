@@ -64,8 +64,10 @@ class Brief:
     find: tuple[str, ...] = ()
     """When the text names no ticket: words of the title of the task's ticket, to find it."""
     fill: dict[str, str] = field(default_factory=dict)
-    """Fields to fill in on the task's ticket if they are empty (the original's tasks asked for
+    """Fields to fill in on the task's ticket if they are empty (the original's tasks ask for
     a missing priority or assignee to be set, to any value)."""
+    verify_found: bool = True
+    """Whether the ticket found by its title (``find``) must be verified, as the text says."""
 
 
 def _tickets(text: str, conditional: bool = False) -> tuple[TicketNeed, ...]:
@@ -252,7 +254,9 @@ def _expense_audit(text: str) -> Brief:
 
 # The original CompanyOS's five tasks in its fixed world (`domain.original`): terse texts that
 # name the task but not every id; a person finds the ticket by its title, the request's type by
-# the task, and fills in what the ticket is missing.
+# the task, and does to the ticket what the text says (set a priority, assign it, verify it).
+
+_ASSIGN_TO = re.compile(r"assign it to (?:the )?([^(,.]+?)\s*[(,.]")
 
 
 def _original(
@@ -260,23 +264,35 @@ def _original(
     find: tuple[str, ...],
     subject: tuple[str, ...],
     entities: dict[str, str],
-    fill: dict[str, str],
-    *,
-    verify: bool = True,
+    written: dict[str, str] | None = None,
 ) -> Callable[[str], Brief]:
+    """``entities``: names the text gives (checked); ``written``: what the person writes in
+    the request themselves (a change summary)."""
+
     def read(text: str) -> Brief:
         named = re.search(r"ticket (T-\d+)", text)
         main = named.group(1) if named else ""
+        verify = re.search(r"\b[Vv]erify\b", text) is not None
         tickets = (TicketNeed(main, verify=verify),) if main else ()
+        fill: dict[str, str] = {}
+        if re.search(r"\b[Ss]et (?:a )?priority\b", text):
+            fill["priority"] = "medium"  # the text asks for one, not for a particular one
+        assign = _ASSIGN_TO.search(text)
+        if assign:
+            fill["assignee"] = assign.group(1)
+        for value in entities.values():
+            if value not in text:
+                raise ValueError(f"the task text does not name {value!r}")
         return Brief(
             family,
             main,
             tickets,
             (family.removeprefix("task_"),),
-            entities,
+            {**entities, **(written or {})},
             subject=subject,
             find=() if main else find,
             fill=fill,
+            verify_found=verify,
         )
 
     return read
@@ -284,40 +300,27 @@ def _original(
 
 READERS: dict[str, Callable[[str], Brief]] = {
     "task_vendor_onboarding": _original(
-        "task_vendor_onboarding",
-        ("ACME",),
-        ("compliance",),
-        {"vendor_name": "ACME Corp"},
-        {"priority": "high"},
+        "task_vendor_onboarding", ("ACME",), ("compliance",), {"vendor_name": "ACME Corp"}
     ),
     "task_expense_report": _original(
         "task_expense_report",
         ("expense", "447"),
         ("expense", "447"),
         {"employee_id": "john.doe", "report_id": "447"},
-        {},
     ),
-    "task_bug_escalation": _original(
-        "task_bug_escalation",
-        ("bug",),
-        ("error rate",),
-        {},
-        {"assignee": "Mike Ross"},
-        verify=False,
-    ),
+    "task_bug_escalation": _original("task_bug_escalation", ("bug",), ("error rate",), {}),
     "task_license_renewal": _original(
         "task_license_renewal",
         ("license",),
         ("license", "expir"),
         {"license_name": "Q3 software license"},
-        {},
     ),
     "task_handbook_update": _original(
         "task_handbook_update",
         ("handbook",),
         (),
-        {"section": "4", "change_summary": "Revised section 4 of the employee handbook."},
-        {"priority": "medium"},
+        {"section": "4"},
+        {"change_summary": "Revised section 4 of the employee handbook."},
     ),
     "vendor_onboarding": _vendor_onboarding,
     "expense_report": _expense_report,

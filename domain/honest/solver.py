@@ -85,7 +85,7 @@ class HonestSolver:
     # ------------------------------------------------------------------ seeing
 
     def observe(self, seen: Seen) -> None:
-        self.now = seen.clock
+        before, self.now = self.now, seen.clock
         self.retry = False
         call, self.last = self.last, None
         if call is None:
@@ -94,6 +94,8 @@ class HonestSolver:
         result = seen.result if isinstance(seen.result, dict) else {}
         if seen.error == "service_unavailable":
             self.retry, self.last = True, call
+            if seen.clock == before and self.calls.get(app):
+                self.calls[app].pop()  # it took no time: it never reached the service
             return
         if seen.error == "rate_limited":
             self.down_until[app] = seen.clock + int(result.get("retry_after_minutes", 5))
@@ -116,7 +118,7 @@ class HonestSolver:
             for t in result.get("tickets", []):
                 if matches(self.brief.find, str(t.get("title", ""))):
                     self.main = str(t["ticket_id"])
-                    self.needs = [TicketNeed(self.main, verify=True)]
+                    self.needs = [TicketNeed(self.main, verify=self.brief.verify_found)]
                     break
         elif method in ("get_ticket", "update_ticket"):
             view = result.get("ticket", result)

@@ -75,12 +75,13 @@ def _task(
     flags: tuple[str, ...],
     max_steps: int,
     *,
+    about: dict[str, str],
     needs_metric: bool = True,
 ) -> OriginalTask:
     goal = Goal(
         tickets=(ticket,),
         metrics=(metric,) if needs_metric else (),
-        approvals=(ApprovalGoal(approval_type=approval_type),),
+        approvals=(ApprovalGoal(approval_type=approval_type, mentions=about),),
     )
     return OriginalTask(
         task_id, text, ticket.ticket_id, approval_type, metric, role, flags, goal, max_steps
@@ -92,8 +93,8 @@ TASKS: dict[str, OriginalTask] = {
     for t in (
         _task(
             "task_vendor_onboarding",
-            "Complete vendor onboarding for ACME Corp. Verify the ticket, check compliance "
-            "data, and submit CFO approval.",
+            "Complete vendor onboarding for ACME Corp. Set a priority on its ticket (it has "
+            "none), verify the ticket, check compliance data, and submit CFO approval.",
             TicketGoal(ticket_id="T-001", fields={"priority": ANY_VALUE}, verify=True),
             "vendor_onboarding",
             "vendor_compliance_score",
@@ -106,6 +107,7 @@ TASKS: dict[str, OriginalTask] = {
                 "approval_approved",
             ),
             20,
+            about={"vendor_name": "ACME"},
         ),
         _task(
             "task_expense_report",
@@ -117,11 +119,13 @@ TASKS: dict[str, OriginalTask] = {
             "CFO_DELEGATE",
             ("ticket_verified", "metric_queried", "approval_submitted", "approval_approved"),
             18,
+            about={"employee_id": "john.doe", "report_id": "447"},
         ),
         _task(
             "task_bug_escalation",
-            "Escalate critical bug ticket T-003 to engineering. Unblock the ticket, pull error "
-            "rate from monitoring, submit CTO escalation.",
+            "Escalate critical bug ticket T-003 to engineering. Unblock the ticket, assign it "
+            "to the engineering team (it has no assignee), pull error rate from monitoring, "
+            "submit CTO escalation.",
             TicketGoal(ticket_id="T-003", fields={"assignee": ANY_VALUE}, unblock=True),
             "bug_escalation",
             "auth_service_error_rate",
@@ -134,17 +138,19 @@ TASKS: dict[str, OriginalTask] = {
                 "approval_approved",
             ),
             18,
+            about={},  # its request names the ticket: that is what it is about
         ),
         _task(
             "task_license_renewal",
-            "Renew the Q3 software license before it expires. Check expiry days from DataHub "
-            "and get Procurement approval.",
+            "Renew the Q3 software license before it expires. Verify its ticket, check expiry "
+            "days from DataHub and get Procurement approval.",
             TicketGoal(ticket_id="T-004", verify=True),
             "license_renewal",
             "software_license_expiry_days",
             "PROCUREMENT",
             ("ticket_verified", "metric_queried", "approval_submitted", "approval_approved"),
             16,
+            about={"license_name": "Q3"},
         ),
         _task(
             "task_handbook_update",
@@ -156,6 +162,7 @@ TASKS: dict[str, OriginalTask] = {
             "HR_LEAD",
             ("ticket_priority_set", "ticket_verified", "approval_submitted", "approval_approved"),
             16,
+            about={"section": "4"},
             needs_metric=False,
         ),
     )
@@ -456,24 +463,22 @@ def instance_id(task_id: str, difficulty: int, seed: int) -> str:
 @functools.lru_cache(maxsize=32)
 def budget(task_id: str, difficulty: int) -> int:
     """The task's step budget: the original's own up to its chaos level (difficulty 2); above
-    it, where the original never went, at least the honest solver's worst case (with the level's
-    fault slack striking first), as for every generated instance."""
+    it, where the original never went, at least the honest solver's worst case plus the level's
+    fault slack, as for every generated instance."""
     own = TASKS[task_id].max_steps
     if difficulty <= 2:
         return own
     from ..chaos import profile
-    from ..instances import honest_worst_case
 
-    events, worst = setup(task_id, difficulty)
-    slack = profile(difficulty).min_fault_slack
-    return max(own, worst + slack, honest_worst_case(task_id, 0, difficulty, events, faults=slack))
+    _, worst = setup(task_id, difficulty)
+    return max(own, worst + profile(difficulty).min_fault_slack)
 
 
 @functools.lru_cache(maxsize=32)
 def setup(task_id: str, difficulty: int) -> tuple[tuple[Event, ...], int]:
     """Every opening event but `EpisodeStarted` (they do not depend on the seed), and the
-    worst case the transient faults are capped against: up to the original's level, the
-    oracle's (its solver's) as the original's chaos had it; above it, the honest solver's."""
+    honest solver's worst case, which the transient faults are capped against: the budget less
+    that worst case (the original's own budget, up to its chaos level) is how many may strike."""
     task = TASKS[task_id]
     assigned = TaskAssigned(
         text=task.text,
@@ -484,10 +489,8 @@ def setup(task_id: str, difficulty: int) -> tuple[tuple[Event, ...], int]:
     events = (assigned, *_world_events())
     from ..instances import honest_worst_case, oracle_worst_case
 
-    oracle = oracle_worst_case(task_id, 0, difficulty, events)  # it must finish too
-    if difficulty <= 2:
-        return events, oracle  # the original's fault rate, capped as the original's solver needs
-    return events, honest_worst_case(task_id, 0, difficulty, events, faults=0)
+    oracle_worst_case(task_id, 0, difficulty, events)  # it must finish too
+    return events, honest_worst_case(task_id, 0, difficulty, events)
 
 
 def episode_events(
@@ -500,6 +503,7 @@ def episode_events(
     max_steps: int | None = None,
     forked_from: ForkRef | None = None,
     agent: str | None = None,
+    show_progress: bool = False,
 ) -> list[Event]:
     """The opening events of an episode of an original task (``task_id`` as `resolve_task`
     returns it)."""
@@ -515,6 +519,7 @@ def episode_events(
         forked_from=forked_from,
         generator=generator,
         agent=agent,
+        show_progress=show_progress,
     )
     assigned = events[0]
     assert isinstance(assigned, TaskAssigned)
