@@ -42,6 +42,7 @@ from .cache import EpisodeCache
 from .episode import (
     MAX_EPISODE_STEPS,
     Episode,
+    EpisodeExists,
     EpisodeNotFound,
     ResetError,
     check_difficulty,
@@ -198,19 +199,35 @@ class CompanyOSEnvironment(Environment[CompanyOSAction, CompanyOSObservation, Co
         """Start many episodes in one call (offline evaluation, search): each item is a dict
         of `reset` options. The episodes belong to this session's batch, which `step_batch`
         plays; the session's own episode is left as it was. A bad item raises `ResetError`
-        naming its index (the items before it are started)."""
+        naming its index, and then none is started."""
         if not isinstance(resets, list) or not 1 <= len(resets) <= MAX_BATCH:
             raise ResetError(f"batch must be a list of 1 to {MAX_BATCH} resets")
+        # All or nothing: every item is first tried on a scratch store (a refused reset writes
+        # nothing, in a batch too); forks are not batched.
+        scratch = CompanyOSEnvironment(
+            InMemoryEventStore(),
+            difficulty=self.default_difficulty,
+            reward_profile=self.default_profile,
+            limits=self.limits,
+            max_episode_steps=self.max_episode_steps,
+        )
+        ids: set[str] = set()
+        for i, options in enumerate(resets):
+            if not isinstance(options, dict) or {"batch", "fork_from", "at_step"} & set(options):
+                raise ResetError(f"batch[{i}] must be an object of reset options (no fork)")
+            try:
+                scratch.reset(**options)
+            except ResetError as exc:
+                raise type(exc)(f"batch[{i}]: {exc}") from None
+            eid = options.get("episode_id")
+            if eid is not None and (eid in ids or self.store.version(eid) != -1):
+                raise EpisodeExists(f"batch[{i}]: episode {eid!r} already exists")
+            ids.add(eid)
         own, out = self._episode, []
         try:
-            for i, options in enumerate(resets):
-                if not isinstance(options, dict) or "batch" in options:
-                    raise ResetError(f"batch[{i}] must be an object of reset options")
+            for options in resets:
                 self._episode = None  # so that starting one does not abandon the last
-                try:
-                    out.append(self.reset(**options))
-                except ResetError as exc:
-                    raise type(exc)(f"batch[{i}]: {exc}") from None
+                out.append(self.reset(**options))
                 assert self._episode is not None
                 self._batch[self._episode.id] = self._episode
         finally:

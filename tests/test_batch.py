@@ -70,6 +70,7 @@ def test_bad_batch_resets_say_which_item():
     env = CompanyOSEnvironment()
     with pytest.raises(ValueError, match=r"batch\[1\]"):
         env.reset_batch([{"seed": 1}, {"seed": -5}])
+    assert env.store.streams() == []  # all or nothing: the good item was not started either
     with pytest.raises(ValueError, match="only batch"):
         env.reset(seed=3, batch=[{"seed": 1}])
 

@@ -20,14 +20,16 @@ from companyos.api import CompanyOSEnvironment
 from companyos.domain import plan
 
 from .helpers import served_chain
-from .serving import running_server
+from .serving import ServerProcess
 
 
 @pytest.fixture(scope="module")
 def url(tmp_path_factory):
     db = tmp_path_factory.mktemp("workers") / "events.db"
-    with running_server(f"sqlite:///{db}", "--workers", "2") as u:
-        yield u
+    server = ServerProcess(f"sqlite:///{db}", "--workers", "2")
+    # Two processes import everything at once: on a busy shared machine that takes a while.
+    yield server.start(timeout=240)
+    server.stop()
 
 
 def test_stateful_http_over_two_workers_gives_the_solo_log(url):
