@@ -219,18 +219,18 @@ def test_steps_say_what_each_call_did():
         bad = wh.con.execute(
             "SELECT count(*) FROM steps WHERE (outcome IN ('invalid', 'rejected')) <> "
             "(error_code IS NOT NULL) OR (outcome = 'fault') <> (fault IS NOT NULL) "
-            "OR tool <> app || '.' || method OR clock_minutes <> step * 5"
+            "OR tool <> app || '.' || method OR clock_minutes > step * 5"
         ).fetchall()
         assert bad == [(0,)]
         # The rewards add up to each episode's return, plus the penalty of an abandonment.
         returns = wh.con.execute(
-            "SELECT e.outcome, e.total_return, s.r, s.last FROM episodes e JOIN (SELECT "
-            "episode_id, sum(reward) AS r, arg_max(return_so_far, step) AS last FROM steps "
-            "GROUP BY ALL) s USING (episode_id)"
+            "SELECT e.outcome, e.total_return, s.r, s.last, e.steps, e.max_steps FROM episodes "
+            "e JOIN (SELECT episode_id, sum(reward) AS r, arg_max(return_so_far, step) AS last "
+            "FROM steps GROUP BY ALL) s USING (episode_id)"
         ).fetchall()
-        abandon = get_profile("default").abandon
-        for outcome, total, summed, last in returns:
-            penalty = abandon if outcome == "abandoned" else 0.0
+        profile = get_profile("default")
+        for outcome, total, summed, last, steps, budget in returns:
+            penalty = profile.abandoned(steps, budget) if outcome == "abandoned" else 0.0
             assert total == pytest.approx(summed + penalty) == pytest.approx(last + penalty)
         assert "abandoned" in {r[0] for r in returns}
 
