@@ -44,9 +44,10 @@ serve: $(STAMP) ## run the OpenEnv server on HOST:PORT (default 127.0.0.1:8000; 
 demo: $(STAMP) ## play one oracle episode and print its timeline
 	$(VENV)/bin/companyos demo --store $(STORE)
 
-bench: $(STAMP) ## throughput benchmarks (ratios against a no-op OpenEnv env in the same run)
+bench: $(STAMP) ## throughput benchmarks (ratios against references measured in the same run: an original-style step, a no-op OpenEnv server, one worker)
 	$(PY) bench/step_throughput.py
 	$(PY) bench/serve_throughput.py
+	$(PY) bench/serve_workers.py
 	$(PY) bench/eval_workers.py
 
 original-baseline: $(STAMP) ## the original's random baseline, 1,000 episodes through /original (COMPANYOS_ORIGINAL_REPO: also its own code)

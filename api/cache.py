@@ -5,7 +5,7 @@ episode's whole stream again. The cache keeps the folded `Episode`. Readers ask 
 one (`get`: the store's version is checked and a stale entry reloaded). Writers may take the
 cached one as it is (`get(check=False)`): their append carries the version the step was decided
 on, so a stale entry cannot write anything; the append fails with a conflict, and the writer
-reloads (`reload`) and decides again.
+reloads (`reload`: the cached copy folds the few events it missed) and decides again.
 """
 
 from __future__ import annotations
@@ -48,9 +48,15 @@ class EpisodeCache:
         return self.reload(episode_id)
 
     def reload(self, episode_id: str) -> Episode:
-        """Fold the episode again from the store (raises `EpisodeNotFound`)."""
+        """The episode as the store has it now (raises `EpisodeNotFound`): the cached copy
+        caught up with the events appended after it (another process stepped it), else
+        loaded afresh."""
         self.reloads += 1
-        episode = Episode.load(self.store, episode_id, self.limits)
+        with self._lock:
+            stale = self._items.get(episode_id)
+        episode = stale.caught_up() if stale is not None else None
+        if episode is None:
+            episode = Episode.load(self.store, episode_id, self.limits)
         self.put(episode)
         return episode
 

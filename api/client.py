@@ -7,6 +7,13 @@ async with CompanyOSClient("http://127.0.0.1:8000") as env:     # a /ws session
 
 with CompanyOSClient("http://127.0.0.1:8000").sync() as env:      # the same, synchronous
     result = env.reset(seed=7)
+
+Batches (offline evaluation, search): many episodes in one message each way.
+
+    results = await env.reset_batch([{"seed": s, "task_id": 0} for s in range(64)])
+    ids = [r.observation.episode_id for r in results]
+    results = await env.step_batch([{"episode_id": e, "app": "ticketdesk",
+                                     "method": "list_tickets"} for e in ids])
 """
 
 from __future__ import annotations
@@ -50,3 +57,23 @@ class CompanyOSClient(EnvClient[CompanyOSAction, CompanyOSObservation, CompanyOS
     async def call(self, app: str, method: str, **params: Any) -> StepResult[CompanyOSObservation]:
         """One tool call: ``await env.call("ticketdesk", "get_ticket", ticket_id="TKT-1042")``."""
         return await self.step(CompanyOSAction(app=app, method=method, params=params))
+
+    async def reset_batch(
+        self, resets: list[dict[str, Any]]
+    ) -> list[StepResult[CompanyOSObservation]]:
+        """Start many episodes in one message: each item is a dict of reset options."""
+        response = await self._send_and_receive({"type": "reset", "data": {"batch": resets}})
+        return self._parse_batch(response)
+
+    async def step_batch(
+        self, actions: list[CompanyOSAction | dict[str, Any]]
+    ) -> list[StepResult[CompanyOSObservation]]:
+        """Many calls in one message, each naming (``episode_id``) an episode this session
+        started with `reset_batch`; the results come back in order."""
+        batch = [self._step_payload(a) for a in actions]
+        response = await self._send_and_receive({"type": "step", "data": {"batch": batch}})
+        return self._parse_batch(response)
+
+    def _parse_batch(self, response: dict[str, Any]) -> list[StepResult[CompanyOSObservation]]:
+        results = response.get("data", {}).get("observation", {}).get("results", [])
+        return [self._parse_result(r) for r in results]

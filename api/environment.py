@@ -42,6 +42,7 @@ from .cache import EpisodeCache
 from .episode import (
     MAX_EPISODE_STEPS,
     Episode,
+    EpisodeExists,
     EpisodeNotFound,
     ResetError,
     check_difficulty,
@@ -49,6 +50,8 @@ from .episode import (
 )
 from .models import (
     CompanyOSAction,
+    CompanyOSBatchAction,
+    CompanyOSBatchObservation,
     CompanyOSObservation,
     CompanyOSState,
     observation_from,
@@ -66,6 +69,7 @@ RESET_OPTIONS = (
     "reward_profile",
     "agent",
     "show_progress",
+    "batch",
 )
 _MANIFEST = tool_manifest()
 
@@ -95,6 +99,8 @@ class CompanyOSEnvironment(Environment[CompanyOSAction, CompanyOSObservation, Co
         self._session = f"session-{uuid.uuid4().hex}"
         self._session_version = -1
         self._mcp_server: Any = None
+        self._batch: dict[str, Episode] = {}
+        """Episodes this session started with `reset_batch`, by id."""
 
     # ------------------------------------------------------------------ OpenEnv API
 
@@ -111,8 +117,16 @@ class CompanyOSEnvironment(Environment[CompanyOSAction, CompanyOSObservation, Co
         reward_profile: str | None = None,
         agent: str | None = None,
         show_progress: bool | None = None,
+        batch: list[Any] | None = None,
         **kwargs: Any,
     ) -> CompanyOSObservation:
+        if batch is not None:  # many resets in one message (`reset_batch`)
+            if kwargs or any(
+                v is not None
+                for v in (seed, episode_id, task_id, difficulty, fork_from, at_step, max_steps)
+            ):
+                raise ResetError("a batch reset takes only batch: put each reset's options in it")
+            return _batch_observation(self.reset_batch(batch))  # type: ignore[return-value]
         if kwargs:
             raise ResetError(
                 f"unknown reset option(s) {', '.join(sorted(kwargs))}; "
@@ -155,6 +169,8 @@ class CompanyOSEnvironment(Environment[CompanyOSAction, CompanyOSObservation, Co
 
     def step(self, action: Any, /, timeout_s: float | None = None, **kwargs: Any) -> Observation:
         action = unwrap(action)
+        if isinstance(action, CompanyOSBatchAction):
+            return _batch_observation(self.step_batch(action.batch))
         if isinstance(action, ListToolsAction):
             from .mcp import openenv_tools
 
@@ -176,6 +192,75 @@ class CompanyOSEnvironment(Environment[CompanyOSAction, CompanyOSObservation, Co
         self, action: Any, /, timeout_s: float | None = None, **kwargs: Any
     ) -> Observation:
         return self.step(action, timeout_s=timeout_s, **kwargs)
+
+    # ------------------------------------------------------------------ batches
+
+    def reset_batch(self, resets: list[Any]) -> list[CompanyOSObservation]:
+        """Start many episodes in one call (offline evaluation, search): each item is a dict
+        of `reset` options. The episodes belong to this session's batch, which `step_batch`
+        plays; the session's own episode is left as it was. A bad item raises `ResetError`
+        naming its index, and then none is started."""
+        if not isinstance(resets, list) or not 1 <= len(resets) <= MAX_BATCH:
+            raise ResetError(f"batch must be a list of 1 to {MAX_BATCH} resets")
+        # All or nothing: every item is first tried on a scratch store (a refused reset writes
+        # nothing, in a batch too); forks are not batched.
+        scratch = CompanyOSEnvironment(
+            InMemoryEventStore(),
+            difficulty=self.default_difficulty,
+            reward_profile=self.default_profile,
+            limits=self.limits,
+            max_episode_steps=self.max_episode_steps,
+        )
+        ids: set[str] = set()
+        for i, options in enumerate(resets):
+            if not isinstance(options, dict) or {"batch", "fork_from", "at_step"} & set(options):
+                raise ResetError(f"batch[{i}] must be an object of reset options (no fork)")
+            try:
+                scratch.reset(**options)
+            except ResetError as exc:
+                raise type(exc)(f"batch[{i}]: {exc}") from None
+            eid = options.get("episode_id")
+            if eid is not None and (eid in ids or self.store.version(eid) != -1):
+                raise EpisodeExists(f"batch[{i}]: episode {eid!r} already exists")
+            ids.add(eid)
+        own, out = self._episode, []
+        try:
+            for options in resets:
+                self._episode = None  # so that starting one does not abandon the last
+                out.append(self.reset(**options))
+                assert self._episode is not None
+                self._batch[self._episode.id] = self._episode
+        finally:
+            self._episode = own
+        return out
+
+    def step_batch(self, actions: list[Any]) -> list[CompanyOSObservation]:
+        """Many calls in one, each naming an episode of this session's batch (`reset_batch`)
+        by ``episode_id``; applied in order, each exactly as `step` applies one call. A call
+        naming no episode of the batch is answered with ``error: "not_in_batch"`` and
+        changes nothing."""
+        if not isinstance(actions, list) or not 1 <= len(actions) <= MAX_BATCH:
+            return [_not_in_batch(f"batch must be a list of 1 to {MAX_BATCH} calls")]
+        own, out = self._episode, []
+        try:
+            for a in actions:
+                app, method, params, episode_id, expected = _unpack(a)
+                episode = self._batch.get(episode_id) if episode_id is not None else None
+                if episode is None:
+                    out.append(
+                        _not_in_batch(
+                            f"episode_id {clip_name(episode_id, self.limits)!r} is not one this "
+                            "session started with a batch reset; reset it in a batch first"
+                        )
+                    )
+                    continue
+                self._episode = episode
+                out.append(self.act(app, method, params, None, expected))
+                if self._episode is not None and self._episode is not episode:
+                    self._batch[episode.id] = self._episode  # reloaded after a conflict
+        finally:
+            self._episode = own
+        return out
 
     def call_tool(self, name: str, arguments: dict[str, Any]) -> CompanyOSObservation:
         """Run a tool by its flat MCP name (``ticketdesk_get_ticket``); ``arguments`` may carry
@@ -419,6 +504,37 @@ class CompanyOSEnvironment(Environment[CompanyOSAction, CompanyOSObservation, Co
                 "tools": _MANIFEST if tools else [],
             }
         )
+
+
+MAX_BATCH = 1024
+"""Calls (or resets) in one batch."""
+
+
+_NOT_SENT = frozenset({"reward", "done", "metadata"})
+
+
+def _wire(obs: Observation) -> dict[str, Any]:
+    """One answer as OpenEnv sends a step's: the observation, its reward and done. The
+    environment's observations hold only JSON values (`observation_from`), so their fields
+    are read as they are rather than dumped again."""
+    body = {k: v for k, v in obs.__dict__.items() if k not in _NOT_SENT}
+    return {"observation": body, "reward": obs.reward, "done": obs.done}
+
+
+def _batch_observation(results: list[CompanyOSObservation]) -> CompanyOSBatchObservation:
+    return CompanyOSBatchObservation(
+        results=[_wire(o) for o in results], done=all(o.done for o in results), reward=None
+    )
+
+
+def _not_in_batch(message: str) -> CompanyOSObservation:
+    return CompanyOSObservation(
+        done=False,
+        reward=0.0,
+        message=f"Not applied: {message}.",
+        error="not_in_batch",
+        last_result={"error": "not_in_batch", "message": message},
+    )
 
 
 def state_of(ep: Episode | None) -> CompanyOSState:

@@ -8,6 +8,8 @@ is only ever the fold of what the store accepted.
 
 from __future__ import annotations
 
+import hashlib
+import importlib.metadata
 import re
 from dataclasses import dataclass
 from typing import Any, NamedTuple
@@ -17,13 +19,27 @@ from companyos.domain import (
     Limits,
     World,
     build_episode,
-    decide_step,
-    fold,
 )
 from companyos.domain.chaos import LEVELS
+from companyos.domain.decider import decide_and_fold
 from companyos.domain.instances import UnknownScenario, start_world
+from companyos.domain.model import (
+    Approval,
+    ApprovalField,
+    ApprovalType,
+    AppRules,
+    ChaosLedger,
+    EpisodeInfo,
+    Evidence,
+    Metric,
+    Person,
+    Services,
+    Task,
+    Ticket,
+)
 from companyos.domain.rng import episode_rng
 from companyos.events import NEW_STREAM, ConcurrencyConflict, EventStore, RecordedEvent
+from companyos.events.snapshots import Snapshot as StoredSnapshot
 from companyos.events.types import (
     EpisodeEnded,
     EpisodeStarted,
@@ -41,9 +57,30 @@ from companyos.projections import (
     initial_score,
     milestones_for,
     replay,
+    resume,
     score_step,
 )
 
+SNAPSHOT_EVERY = 128
+"""Events between two snapshots of an episode's fold: a load folds at most this many."""
+
+
+def _fold_tag() -> str:
+    """Names the code that folds: the package version and the shape of the folded state. A
+    snapshot taken by other code is ignored (folded again), never trusted."""
+    shapes = [
+        World, Ticket, Metric, Person, Approval, Evidence, ApprovalType, ApprovalField,
+        EpisodeInfo, Task, ChaosLedger, Services, AppRules, ScoreState,
+    ]  # fmt: skip
+    shape = hashlib.sha256(repr([(t.__name__, t._fields) for t in shapes]).encode()).hexdigest()
+    try:
+        version = importlib.metadata.version("companyos")
+    except importlib.metadata.PackageNotFoundError:
+        version = "0"
+    return f"fold/1:{version}:{shape[:16]}"
+
+
+FOLD_TAG = _fold_tag()
 EPISODE_ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._:-]{0,127}$")
 MAX_SEED = 2**63 - 1
 MAX_EPISODE_STEPS = 1000
@@ -135,6 +172,8 @@ class Episode:
         self.limits = limits
         self.rng = episode_rng(world.info.seed, world.info.scenario, world.info.difficulty)
         self.snapshot = Snapshot(world, score, version)
+        self.stored_at = -1
+        """The version of the latest snapshot kept in the store (-1: none known)."""
 
     @property
     def world(self) -> World:
@@ -230,10 +269,58 @@ class Episode:
 
     @classmethod
     def load(cls, store: EventStore, episode_id: str, limits: Limits = DEFAULT_LIMITS) -> Episode:
+        """The episode as stored: from its latest snapshot and the events after it when the
+        snapshot still fits the stream (so a load folds at most `SNAPSHOT_EVERY` events,
+        however long the episode), else by folding the whole stream."""
+        resumed = cls._from_snapshot(store, episode_id, limits)
+        if resumed is not None:
+            return resumed
         records = store.read(episode_id)
         if not records or not isinstance(records[0].event, EpisodeStarted):
             raise EpisodeNotFound(f"no episode {episode_id!r} in the store")
-        return cls.from_records(store, records, limits)
+        episode = cls.from_records(store, records, limits)
+        if episode.version >= SNAPSHOT_EVERY:  # the next load need not fold it all again
+            episode.keep_snapshot(records[-1].hash)
+        return episode
+
+    @classmethod
+    def _from_snapshot(cls, store: EventStore, episode_id: str, limits: Limits) -> Episode | None:
+        snap = store.load_snapshot(episode_id)
+        if snap is None or snap.tag != FOLD_TAG:
+            return None
+        records = store.read(episode_id, from_seq=snap.version)
+        if not records or records[0].seq != snap.version or records[0].hash != snap.hash:
+            return None  # the stream is not the one the snapshot was folded from
+        world, score = snap.state
+        world, score, graph, profile = resume(world, score, records[1:])
+        episode = cls(store, episode_id, world, records[-1].seq, graph, profile, score, limits)
+        episode.stored_at = snap.version
+        return episode
+
+    def caught_up(self) -> Episode | None:
+        """This episode moved on to the store's current version by folding only the events
+        appended since its own (the fold continued, as from a snapshot: equal to a full load,
+        `tests/test_snapshots.py`); None if the stream is not a continuation of it."""
+        world, score, version = self.snapshot
+        records = self.store.read(self.id, from_seq=version + 1)
+        if not records:
+            return self
+        if records[0].seq != version + 1:
+            return None
+        world, score, graph, profile = resume(world, score, records)
+        fresh = Episode(
+            self.store, self.id, world, records[-1].seq, graph, profile, score, self.limits
+        )
+        fresh.stored_at = self.stored_at
+        return fresh
+
+    def keep_snapshot(self, head_hash: str) -> None:
+        """Store the fold as of the current version (``head_hash``: its last event's hash)."""
+        world, score, version = self.snapshot
+        self.store.save_snapshot(
+            StoredSnapshot(self.id, version, head_hash, FOLD_TAG, (world, score))
+        )
+        self.stored_at = version
 
     @classmethod
     def fork(
@@ -299,10 +386,9 @@ class Episode:
         Raises `ConcurrencyConflict` (and changes nothing) if the stream moved on since the
         snapshot the step was decided on."""
         before = self.snapshot
-        caused = decide_step(
+        caused, world = decide_and_fold(
             before.world, app, method, params, before.version + 1, self.rng, self.limits, refuse
         )
-        world = fold(caused, before.world)
         score, s = score_step(before.score, world, caused, self.graph, self.profile, before.world)
         tail: list[Event] = [
             StepScored(
@@ -319,6 +405,8 @@ class Episode:
             world = world._replace(outcome=s.outcome)
         recorded = self.store.append(self.id, [*caused, *tail], before.version)
         self.snapshot = Snapshot(world, score, recorded[-1].seq)
+        if recorded[-1].seq - self.stored_at >= SNAPSHOT_EVERY:
+            self.keep_snapshot(recorded[-1].hash)
         return StepResult(recorded, caused, s.reward, s.outcome)
 
     def abandon(self) -> None:

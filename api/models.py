@@ -124,10 +124,32 @@ def agent_view(obs: CompanyOSObservation) -> CompanyOSObservation:
     return observation_from({**obs.__dict__, **dict.fromkeys(TRAINER_FIELDS)})
 
 
-class CompanyOSWireAction(RootModel[CompanyOSAction | CallToolAction | ListToolsAction]):
-    """What `/step` and `/ws` accept: a CompanyOS call, or OpenEnv's MCP actions
-    (``{"type": "call_tool", "tool_name": "ticketdesk_get_ticket", "arguments": {...}}`` and
-    ``{"type": "list_tools"}``) so that `MCPToolClient` plays over the same session."""
+class CompanyOSBatchAction(Action):
+    """Many calls in one message, each naming an episode this session started with a batch
+    reset: ``{"batch": [{"episode_id": ..., "app": ..., "method": ..., "params": {...}}, ...]}``.
+    For offline evaluation and search; the answer is a `CompanyOSBatchObservation`."""
+
+    model_config = {"extra": "forbid"}
+    batch: list[Any] = Field(
+        description="The calls, applied in order; each is a call as sent alone, with its "
+        "episode_id (and optionally expected_step)."
+    )
+
+
+class CompanyOSBatchObservation(Observation):
+    """The answers to a batch, in order: each as one call's answer is sent
+    (``{"observation": {...}, "reward": r, "done": d}``)."""
+
+    results: list[dict[str, Any]] = Field(default_factory=list)
+
+
+class CompanyOSWireAction(
+    RootModel[CompanyOSAction | CompanyOSBatchAction | CallToolAction | ListToolsAction]
+):
+    """What `/step` and `/ws` accept: a CompanyOS call, a batch of them (`CompanyOSBatchAction`),
+    or OpenEnv's MCP actions (``{"type": "call_tool", "tool_name": "ticketdesk_get_ticket",
+    "arguments": {...}}`` and ``{"type": "list_tools"}``) so that `MCPToolClient` plays over the
+    same session."""
 
 
 def unwrap(action: object) -> object:

@@ -10,8 +10,11 @@ that names its `episode_id` continues that episode from the log.
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 import gc
+import json
+import os
 from collections.abc import AsyncIterator, Awaitable, Callable
 from contextlib import asynccontextmanager, suppress
 from typing import Any
@@ -24,6 +27,7 @@ from starlette.websockets import WebSocketDisconnect
 from uvicorn.protocols.utils import ClientDisconnected
 
 from companyos.analytics.service import LiveAnalytics
+from companyos.domain import Limits
 from companyos.events import StoreError, open_store
 
 from . import compat
@@ -226,14 +230,52 @@ def build_app(settings: Settings | None = None) -> FastAPI:
     return app
 
 
-def serve(settings: Settings) -> None:
+WORKER_SETTINGS = "COMPANYOS_WORKER_SETTINGS"
+"""How `serve` hands its settings to worker processes (each builds its own app from them)."""
+
+
+def check_workers(settings: Settings, workers: int) -> None:
+    """Several worker processes share the store, so it must be one that processes share."""
+    if workers < 1:
+        raise ValueError(f"--workers must be at least 1, not {workers}")
+    if workers > 1 and settings.store.split(":", 1)[0] in ("memory", ""):
+        raise ValueError(
+            "the in-memory store lives inside one process, so worker processes could not "
+            "share episodes: with --workers N use a SQLite file (--store sqlite:///data/"
+            "companyos.db) or PostgreSQL, or serve memory:// with one worker"
+        )
+
+
+def app_from_environment() -> FastAPI:
+    """The app of one worker process (uvicorn's factory): the settings `serve` put in the
+    environment. Each worker has its own episode cache; the store is the shared truth."""
+    raw = json.loads(os.environ[WORKER_SETTINGS])
+    raw["limits"] = Limits(**raw["limits"])
+    app = build_app(Settings(**raw))
+    gc.freeze()
+    return app
+
+
+def serve(settings: Settings, workers: int = 1) -> None:
+    """Serve on ``settings.host:port``. With ``workers`` > 1, that many processes accept
+    connections on the one socket (any of them can serve any episode: the log is in the
+    shared store, and a process whose cached copy is stale reloads it, as replicas do); a
+    WebSocket session stays on the process that accepted it. ``max_sessions`` is per
+    process."""
     import uvicorn
 
-    app = build_app(settings)
-    # What exists now lives as long as the server: keep it out of every garbage collection.
-    gc.freeze()
+    check_workers(settings, workers)
+    if workers > 1:
+        os.environ[WORKER_SETTINGS] = json.dumps(dataclasses.asdict(settings))
+        target: Any = "companyos.api.server:app_from_environment"
+    else:
+        target = build_app(settings)
+        # What exists now lives as long as the server: keep it out of every garbage collection.
+        gc.freeze()
     uvicorn.run(
-        app,
+        target,
+        factory=workers > 1,
+        workers=workers if workers > 1 else None,
         host=settings.host,
         port=settings.port,
         ws_max_size=settings.max_body_bytes,

@@ -33,7 +33,7 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "bench"))
 
-from step_throughput import record_episodes  # noqa: E402
+from workload import record_episodes  # noqa: E402
 
 from tests.serving import running_server  # noqa: E402
 

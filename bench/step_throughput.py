@@ -1,12 +1,18 @@
-"""In-process step throughput: CompanyOS on the in-memory store, on SQLite (a commit per step,
-and group commit), against a no-op OpenEnv environment stepped in the same run.
+"""In-process step throughput against the original CompanyOS's step, measured in the same run.
 
-The calls replayed are recorded first from the oracle mixed with the random agent over every
-workflow and difficulty, so only the environment is timed, not the agents. These machines are
-noisy: each configuration runs several rounds, interleaved, and the ratios compare medians
-taken in the same run.
+The workload is the original's scripted vendor-onboarding episode (`workload.py`: its README's
+trace as a policy) on its fixed world, one seed an episode. The reference is
+`original_model.OriginalStyleEnv`, a dict-mutation model of the original's step written here
+(the original need not be installed). Each environment records its calls once, then the rounds
+replay them, interleaved so that drift hits all alike; only the calls are timed. Each
+episode's time is the best of the rounds (these machines are shared: the best filters out the
+time other processes took), summed over episodes.
 
-    python bench/step_throughput.py [--steps N] [--rounds R] [--json out.json]
+Rows: steps in memory, on SQLite (a commit per step, and group commit), resets (warm: the
+instance seen before; cold: a new one), and `Episode.load` of stored episodes of growing length
+(constant in length: a snapshot of the fold plus at most 128 events).
+
+    python bench/step_throughput.py [--episodes N] [--rounds R] [--json out.json]
 """
 
 from __future__ import annotations
@@ -20,142 +26,185 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-# The same no-op environment `serve_throughput.py` serves (this folder is on the path when the
-# script runs).
-from noop_server import NoopAction, NoopEnvironment
+from original_model import OriginalStyleEnv
 from rich.console import Console
 from rich.progress import Progress
 from rich.table import Table
+from workload import TASK, Script, script_companyos, script_original, steps_per_episode
 
-from companyos.agents import RandomAgent
 from companyos.api import CompanyOSAction, CompanyOSEnvironment
-from companyos.domain import plan
-from companyos.events import InMemoryEventStore
+from companyos.api.episode import Episode
+from companyos.events import EventStore, InMemoryEventStore
 from companyos.events.sql import SQLEventStore, sqlite_url
 
-Episode = tuple[dict[str, Any], list[CompanyOSAction]]
+clock = time.perf_counter
+Best = dict[int, float]
 
 
-def record_episodes(n_steps: int) -> list[Episode]:
-    """Calls of realistic episodes: mostly the oracle, every third call random."""
-    env = CompanyOSEnvironment()
-    out: list[Episode] = []
-    total, seed = 0, 0
-    while total < n_steps:
-        kwargs = {"seed": seed, "task_id": seed % 5, "difficulty": seed % 4}
-        obs = env.reset(**kwargs)
-        agent, actions = RandomAgent(seed), []
-        while not obs.done:
-            ep = env.episode
-            assert ep is not None
-            call = plan(ep.world)
-            raw = agent.act(obs) if len(actions) % 3 == 2 or call is None else call.as_action()
-            action = CompanyOSAction(**raw)
-            actions.append(action)
-            obs = env.step(action)
-        out.append((kwargs, actions))
-        total += len(actions)
-        seed += 1
+def _keep(best: Best, i: int, t: float) -> None:
+    best[i] = min(best.get(i, t), t)
+
+
+def run_original(script: Script, best: Best) -> None:
+    env = OriginalStyleEnv()
+    for i, (seed, calls) in enumerate(script):
+        env.reset(seed)
+        t = clock()
+        for c in calls:
+            env.step(c)
+        _keep(best, i, clock() - t)
+
+
+def run_companyos(
+    make_store: Callable[[], EventStore], script: list[tuple[int, list[CompanyOSAction]]]
+) -> Callable[[Best], None]:
+    def run(best: Best) -> None:
+        env = CompanyOSEnvironment(make_store())
+        for i, (seed, calls) in enumerate(script):
+            env.reset(seed=seed, task_id=TASK)
+            t = clock()
+            for c in calls:
+                env.step(c)
+            _keep(best, i, clock() - t)
+        env.store.close()
+
+    return run
+
+
+def resets(n: int, warm: bool, original: bool) -> float:
+    """Seconds per reset: warm cycles over 20 seeds seen before (the instance cached, as in
+    training); cold draws a new seed each time. The original's reset is the same either way."""
+    seeds = [s % 20 if warm else 1000 + s for s in range(n)]
+    if original:
+        o = OriginalStyleEnv()
+        t = clock()
+        for s in seeds:
+            o.reset(s)
+        return (clock() - t) / n
+    env = CompanyOSEnvironment(InMemoryEventStore())
+    for s in range(20):
+        env.reset(seed=s, task_id=TASK)
+    t = clock()
+    for s in seeds:
+        env.reset(seed=s, task_id=TASK)
+    return (clock() - t) / n
+
+
+def load_times(store: EventStore, lengths: list[int], repeats: int = 20) -> dict[int, float]:
+    """Best seconds to load (cache miss: from the store) an episode of each length."""
+    out = {}
+    env = CompanyOSEnvironment(store)
+    for n in lengths:
+        env.reset(seed=n, task_id=2, difficulty=1, max_steps=n + 1)
+        for _ in range(n):
+            env.step({"app": "ticketdesk", "method": "list_tickets"})
+        assert env.episode is not None
+        eid = env.episode.id
+        if isinstance(store, SQLEventStore):
+            store.flush()
+        best = float("inf")
+        for _ in range(repeats):
+            t = clock()
+            Episode.load(store, eid)
+            best = min(best, clock() - t)
+        out[n] = best
     return out
-
-
-def time_companyos(make_env: Callable[[], CompanyOSEnvironment], episodes: list[Episode]) -> float:
-    env = make_env()
-    steps, elapsed = 0, 0.0
-    for kwargs, actions in episodes:
-        env.reset(**kwargs)
-        t = time.perf_counter()
-        for a in actions:
-            env.step(a)
-        elapsed += time.perf_counter() - t
-        steps += len(actions)
-    env.store.close()
-    return steps / elapsed
-
-
-def time_noop(n_steps: int) -> float:
-    env = NoopEnvironment()
-    env.reset()
-    action = NoopAction(value=1)
-    t = time.perf_counter()
-    for _ in range(n_steps):
-        env.step(action)
-    return n_steps / (time.perf_counter() - t)
-
-
-def time_resets(n: int, instances: int | None = None) -> float:
-    """Resets per second over ``n`` resets. ``instances=None``: every reset a new instance
-    (generated, its step budget simulated: a cold reset); otherwise cycling over that many
-    instances, each generated once and then cached (a warm reset, as in training, where the
-    suites' instances come round again: the reset appends and folds the opening events)."""
-    env = CompanyOSEnvironment()
-    seeds = [s if instances is None else s % instances for s in range(n)]
-    if instances is not None:
-        for seed in seeds[:instances]:  # build them outside the timing
-            env.reset(seed=seed, task_id=seed % 5, difficulty=seed % 4)
-    t = time.perf_counter()
-    for seed in seeds:
-        env.reset(seed=seed, task_id=seed % 5, difficulty=seed % 4)
-    return n / (time.perf_counter() - t)
 
 
 def main(argv: list[str] | None = None) -> dict[str, Any]:
     parser = argparse.ArgumentParser(
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
     )
-    parser.add_argument("--steps", type=int, default=20_000, help="steps per round (default 20000)")
-    parser.add_argument(
-        "--rounds", type=int, default=5, help="rounds per configuration (default 5)"
-    )
-    parser.add_argument(
-        "--group", type=int, default=32, help="appends per group commit (default 32)"
-    )
+    parser.add_argument("--episodes", type=int, default=1000, help="episodes (default 1000)")
+    parser.add_argument("--rounds", type=int, default=5, help="rounds (default 5)")
+    parser.add_argument("--group", type=int, default=32, help="appends per group commit")
     parser.add_argument("--json", type=Path, help="also write the results here")
     args = parser.parse_args(argv)
     console = Console()
-    episodes = record_episodes(args.steps)
-    n = sum(len(a) for _, a in episodes)
+    seeds = range(args.episodes)
+    original = script_original(OriginalStyleEnv(), seeds)
+    ours = script_companyos(CompanyOSEnvironment(InMemoryEventStore()), seeds)
+    typed = [(s, [CompanyOSAction(**c) for c in calls]) for s, calls in ours]
     tmp = Path(tempfile.mkdtemp(prefix="companyos-bench-"))
-    configs: dict[str, Callable[[], float]] = {
-        "no-op OpenEnv env": lambda: time_noop(n),
-        "CompanyOS, memory": lambda: time_companyos(
-            lambda: CompanyOSEnvironment(InMemoryEventStore()), episodes
-        ),
-        "CompanyOS, SQLite (commit per step)": lambda: time_companyos(
-            lambda: CompanyOSEnvironment(SQLEventStore(sqlite_url(tmp / f"{time.time_ns()}.db"))),
-            episodes,
-        ),
-        f"CompanyOS, SQLite (group commit {args.group})": lambda: time_companyos(
-            lambda: CompanyOSEnvironment(
-                SQLEventStore(sqlite_url(tmp / f"{time.time_ns()}.db"), group_commit=args.group)
-            ),
-            episodes,
-        ),
+
+    def sqlite(group: int) -> Callable[[], EventStore]:
+        return lambda: SQLEventStore(sqlite_url(tmp / f"{time.time_ns()}.db"), group_commit=group)
+
+    configs: dict[str, Callable[[Best], None]] = {
+        "original-style dict mutation (reference)": lambda b: run_original(original, b),
+        "CompanyOS, memory": run_companyos(InMemoryEventStore, typed),
+        "CompanyOS, SQLite, a commit per step": run_companyos(sqlite(1), typed),
+        f"CompanyOS, SQLite, group commit {args.group}": run_companyos(sqlite(args.group), typed),
     }
-    rates: dict[str, list[float]] = {k: [] for k in configs}
+    best: dict[str, Best] = {k: {} for k in configs}
     with Progress(console=console, transient=True) as progress:
         task = progress.add_task("rounds", total=args.rounds * len(configs))
         for _ in range(args.rounds):
-            for name, run in configs.items():  # interleaved, so drift hits all alike
-                rates[name].append(run())
+            for name, run in configs.items():
+                run(best[name])
                 progress.advance(task)
-    cold = time_resets(500)
-    warm = time_resets(5000, instances=50)
-    noop = statistics.median(rates["no-op OpenEnv env"])
-    table = Table(title=f"In-process step throughput ({n} steps x {args.rounds} rounds)")
-    for col in ("configuration", "median steps/s", "best steps/s", "ratio to no-op"):
-        table.add_column(col, justify="right" if col != "configuration" else "left")
-    results: dict[str, Any] = {"steps_per_round": n, "rounds": args.rounds, "configs": {}}
-    for name, values in rates.items():
-        med, best = statistics.median(values), max(values)
-        table.add_row(name, f"{med:,.0f}", f"{best:,.0f}", f"{med / noop:.3f}")
-        results["configs"][name] = {"median": med, "best": best, "ratio_to_noop": med / noop}
-    console.print(table)
-    console.print(
-        f"resets/s (memory): {warm:,.0f} warm (50 instances cycled), {cold:,.0f} cold "
-        "(a new instance each)"
+    n_orig = sum(len(c) for _, c in original)
+    n_ours = sum(len(c) for _, c in ours)
+    per_step = {
+        k: sum(v.values()) / (n_orig if k.startswith("original") else n_ours)
+        for k, v in best.items()
+    }
+    ref = per_step["original-style dict mutation (reference)"]
+    results: dict[str, Any] = {
+        "episodes": args.episodes,
+        "rounds": args.rounds,
+        "steps_per_episode": {
+            "original": steps_per_episode(original),
+            "companyos": steps_per_episode(ours),
+        },
+        "rows": {},
+    }
+    table = Table(
+        title=f"In-process, scripted vendor onboarding ({args.episodes} episodes, "
+        f"{steps_per_episode(ours):.1f} steps each; original {steps_per_episode(original):.1f}),"
+        f" best of {args.rounds} rounds"
     )
-    results["resets_per_s"] = {"warm": warm, "cold": cold}
+    for col in ("row", "per step", "steps/s", "ratio to the original"):
+        table.add_column(col, justify="left" if col == "row" else "right")
+    for name, sec in per_step.items():
+        table.add_row(name, f"{sec * 1e6:,.1f} us", f"{1 / sec:,.0f}", f"{ref / sec:.3f}x")
+        results["rows"][name] = {"us": sec * 1e6, "ratio": ref / sec}
+
+    reset_rows = {
+        "reset, original-style (reference)": statistics.median(
+            resets(2000, True, True) for _ in range(3)
+        ),
+        "reset, CompanyOS warm (instance seen before)": statistics.median(
+            resets(2000, True, False) for _ in range(3)
+        ),
+        "reset, CompanyOS cold (a new instance)": statistics.median(
+            resets(300, False, False) for _ in range(3)
+        ),
+    }
+    ref_reset = reset_rows["reset, original-style (reference)"]
+    for name, sec in reset_rows.items():
+        table.add_row(name, f"{sec * 1e6:,.1f} us", f"{1 / sec:,.0f}", f"{ref_reset / sec:.3f}x")
+        results["rows"][name] = {"us": sec * 1e6, "ratio": ref_reset / sec}
+    console.print(table)
+
+    lengths = [14, 66, 500]
+    loads = {
+        "memory": load_times(InMemoryEventStore(), lengths),
+        "SQLite": load_times(SQLEventStore(sqlite_url(tmp / "load.db")), lengths),
+    }
+    lt = Table(title="Episode.load from the store (cache miss), best of 20")
+    lt.add_column("store")
+    for n in lengths:
+        lt.add_column(f"{n} steps", justify="right")
+    lt.add_column(f"{lengths[-1]} / {lengths[0]} steps", justify="right")
+    for store, times in loads.items():
+        lt.add_row(
+            store,
+            *(f"{times[n] * 1e3:.2f} ms" for n in lengths),
+            f"{times[lengths[-1]] / times[lengths[0]]:.2f}x",
+        )
+        results["rows"][f"load, {store}"] = {str(n): times[n] * 1e3 for n in lengths}
+    console.print(lt)
     if args.json:
         args.json.write_text(json.dumps(results, indent=2))
     return results

@@ -62,7 +62,7 @@ def check_port(host: str, port: int) -> None:
 
 
 def cmd_serve(args: argparse.Namespace) -> int:
-    from companyos.api.server import serve
+    from companyos.api.server import check_workers, serve
     from companyos.api.settings import Settings
     from companyos.domain import Limits
     from companyos.events.sql import redact_url
@@ -85,15 +85,17 @@ def cmd_serve(args: argparse.Namespace) -> int:
         limits=Limits(max_string=args.max_value_chars, max_params_chars=args.max_params_chars),
         log_level=args.log_level,
     )
+    check_workers(settings, args.workers)
     check_port(settings.host, settings.port)
     guarded = "; API key required" if settings.api_key else ""
     guarded += " (an agent key reaches the agent's routes only)" if settings.agent_key else ""
+    processes = f"; {args.workers} worker processes" if args.workers > 1 else ""
     print(
         f"CompanyOS on http://{settings.host}:{settings.port} (store {redact_url(settings.store)})"
-        f"{guarded}; docs at /docs, episodes at /episodes",
+        f"{guarded}{processes}; docs at /docs, episodes at /episodes",
         flush=True,
     )
-    serve(settings)
+    serve(settings, args.workers)
     return 0
 
 
@@ -379,6 +381,14 @@ def build_parser() -> argparse.ArgumentParser:
         help="a second key, for the agent: it reaches /reset, /step, /ws and MCP only, with no "
         "state, episodes, analytics or viewer (the grader's view), and resets that choose the "
         "task, not a fork or a curriculum; needs --api-key; prefer COMPANYOS_AGENT_KEY",
+    )
+    srv.add_argument(
+        "--workers",
+        type=int,
+        default=int(os.environ.get("COMPANYOS_WORKERS", "1") or 1),
+        help="server processes sharing the port and the store (default 1; one per core uses "
+        "every core). Needs a SQLite file or PostgreSQL: any process serves any episode; a "
+        "WebSocket session stays on its process; --max-sessions is per process",
     )
     srv.add_argument(
         "--log-level",

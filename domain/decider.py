@@ -69,6 +69,36 @@ def decide_step(
     ``refuse`` is a refusal decided before the call reached any app (an action naming another
     episode than the session's): recorded in its place.
     """
+    return _decide(world, app, method, params, seq, rng, limits, refuse)[0]
+
+
+def decide_and_fold(
+    world: World,
+    app: Any,
+    method: Any,
+    params: Any,
+    seq: int,
+    rng: KeyedRNG,
+    limits: Limits = DEFAULT_LIMITS,
+    refuse: InvalidAction | None = None,
+) -> tuple[list[Event], World]:
+    """`decide_step`, and the world after all the events it returns: the call and what time
+    did are folded while deciding, so only the call's own outcome is folded again here."""
+    events, now, folded = _decide(world, app, method, params, seq, rng, limits, refuse)
+    return events, fold(events[folded:], now)
+
+
+def _decide(
+    world: World,
+    app: Any,
+    method: Any,
+    params: Any,
+    seq: int,
+    rng: KeyedRNG,
+    limits: Limits,
+    refuse: InvalidAction | None,
+) -> tuple[list[Event], World, int]:
+    """(events, the world after the first ``n`` of them, ``n``)."""
     step = world.step + 1
     app_name, method_name = clip_name(app, limits), clip_name(method, limits)
     if params is None:
@@ -93,16 +123,16 @@ def decide_step(
     ):
         # The call never reached its service and took no time: nothing happens meanwhile
         # either (approvers decide, deadlines pass, at the retry).
-        return [called, verdict]
+        return [called, verdict], now, 1
     background = due_events(now, ctx)
     if background:
         now = fold(background, now)
     out: list[Event] = [called, *background]
     if verdict is not None:
-        return [*out, verdict]
+        return [*out, verdict], now, len(out)
     spec = lookup(app, method)
     assert spec is not None and parsed is not None
-    return [*out, *spec.decide(now, parsed, ctx)]
+    return [*out, *spec.decide(now, parsed, ctx)], now, len(out)
 
 
 def _verdict(

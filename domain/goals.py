@@ -192,7 +192,7 @@ def _ticket_damage(world: World, g: Goal) -> list[str]:
     out = []
     for tid, t in world.tickets.items():
         before = base.get(tid)
-        if before is None:
+        if before is None or before is t:  # a ticket never touched is the very same object
             continue
         tg = wanted.get(tid)
         for name in EDITABLE:

@@ -322,12 +322,34 @@ def start_world(events: list[Event]) -> World:
     task = events[1]
     assert isinstance(task, TaskAssigned)
     parsed = parse_instance_id(task.instance_id)
-    if parsed is None:  # the original's fixed world (`domain.original`): a short fold
-        from .world import fold
-
-        return fold(events)
+    if parsed is None:  # the original's fixed world (`domain.original`)
+        # Its world events are the same objects for every seed (`original.setup`): fold them
+        # once; `EpisodeStarted` and `TaskAssigned` set only ``info`` and ``task``, which no
+        # other event's evolver reads.
+        rest = tuple(events[2:])
+        return evolve(evolve(_world_of(rest), started), task)
     family, difficulty, seed = parsed
     return evolve(setup_world(family, seed, difficulty), started)
+
+
+_WORLDS: dict[tuple[int, int], tuple[tuple[Event, ...], World]] = {}
+
+
+def _world_of(events: tuple[Event, ...]) -> World:
+    """``fold(events)``, kept for the very same events (checked by identity)."""
+    from .world import fold
+
+    if not events:
+        return World()
+    key = (id(events[0]), len(events))
+    hit = _WORLDS.get(key)
+    if hit is not None and all(a is b for a, b in zip(hit[0], events, strict=True)):
+        return hit[1]
+    world = fold(events)
+    if len(_WORLDS) > 64:
+        _WORLDS.clear()
+    _WORLDS[key] = (events, world)
+    return world
 
 
 def _opening(

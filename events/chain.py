@@ -29,11 +29,17 @@ def event_body(seq: int, event_type: str, version: int, payload: dict[str, Any])
 _TYPE_JSON: dict[str, bytes] = {}
 
 
-def event_body_from_json(seq: int, event_type: str, version: int, data_json: bytes) -> bytes:
-    """`event_body` when the data is already canonical JSON (the keys are in sorted order)."""
+def event_type_json(event_type: str) -> bytes:
+    """The JSON string of an event type, kept (there are a few dozen types)."""
     type_json = _TYPE_JSON.get(event_type)
     if type_json is None:
         type_json = _TYPE_JSON.setdefault(event_type, orjson.dumps(event_type))
+    return type_json
+
+
+def event_body_from_json(seq: int, event_type: str, version: int, data_json: bytes) -> bytes:
+    """`event_body` when the data is already canonical JSON (the keys are in sorted order)."""
+    type_json = event_type_json(event_type)
     return b'{"data":%s,"seq":%d,"type":%s,"v":%d}' % (data_json, seq, type_json, version)
 
 

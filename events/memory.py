@@ -14,15 +14,17 @@ from collections.abc import Sequence
 
 import orjson
 
+from .snapshots import Snapshot
 from .store import (
     GENESIS,
     ConcurrencyConflict,
     EventStore,
     RecordedEvent,
     StreamInfo,
+    chained,
     now,
-    seal,
 )
+from .store import _payload_json as payload_json
 from .types import Event
 from .upcasting import parse_event
 
@@ -54,6 +56,7 @@ class InMemoryEventStore(EventStore):
         self._streams: dict[str, list[Row]] = {}
         self._created: dict[str, tuple[float, int]] = {}
         self._order: list[str] = []
+        self._snapshots: dict[str, Snapshot] = {}
 
     def append(
         self, stream: str, events: Sequence[Event], expected_version: int
@@ -65,15 +68,24 @@ class InMemoryEventStore(EventStore):
                 raise ConcurrencyConflict(stream, expected_version, actual)
             if not events:
                 return []
-            prev_hash = current[-1][6] if current else GENESIS
+            h = current[-1][6] if current else GENESIS
             at = now()
-            base = len(self._log)
+            position = len(self._log)
+            seq = expected_version
             recorded, rows = [], []
-            for i, s in enumerate(seal(stream, events, expected_version, prev_hash), 1):
-                rows.append(
-                    (stream, s.seq, base + i, s.type, s.schema_version, s.data_json, s.hash, at)
+            # `store.seal`, inlined: the rows and the records are built in the same pass.
+            for ev in events:
+                seq += 1
+                position += 1
+                kind, version = ev.type, ev.schema_version
+                data, data_json = payload_json(ev)
+                h = chained(h, seq, ev, data_json)
+                rows.append((stream, seq, position, kind, version, data_json, h, at))
+                recorded.append(
+                    RecordedEvent(
+                        stream, seq, position, f"{stream}:{seq}", kind, version, data, h, at, ev
+                    )
                 )
-                recorded.append(s.recorded(stream, base + i, at))
             self._log.extend(rows)
             if current is None:
                 self._streams[stream] = rows
@@ -138,3 +150,14 @@ class InMemoryEventStore(EventStore):
         with self._lock:
             rows = self._streams.get(stream)
             return rows[-1][1] if rows else -1
+
+    def save_snapshot(self, snapshot: Snapshot) -> None:
+        # Kept as the very objects: the state is immutable, so there is nothing to copy.
+        with self._lock:
+            kept = self._snapshots.get(snapshot.stream)
+            if kept is None or kept.version < snapshot.version:
+                self._snapshots[snapshot.stream] = snapshot
+
+    def load_snapshot(self, stream: str) -> Snapshot | None:
+        with self._lock:
+            return self._snapshots.get(stream)

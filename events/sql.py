@@ -11,6 +11,7 @@ serialised, so global positions become visible in commit order and a reader tail
 from __future__ import annotations
 
 import contextlib
+import fcntl
 import logging
 import threading
 import time
@@ -24,6 +25,7 @@ from sqlalchemy import (
     Column,
     Double,
     Integer,
+    LargeBinary,
     String,
     Text,
     UniqueConstraint,
@@ -39,6 +41,7 @@ from sqlalchemy.engine import Dialect, Engine, make_url
 from sqlalchemy.exc import DBAPIError, IntegrityError
 from sqlmodel import Field, SQLModel
 
+from .snapshots import Snapshot, decode, encode
 from .store import (
     GENESIS,
     ConcurrencyConflict,
@@ -88,9 +91,24 @@ class StreamRow(SQLModel, table=True):
     updated_at: float = Field(sa_column=Column(Double, nullable=False))
 
 
+class SnapshotRow(SQLModel, table=True):
+    """The latest snapshot of a stream's fold (`events.snapshots`): a cache, never read as
+    the truth; dropping the table loses only speed."""
+
+    __tablename__ = "snapshots"
+
+    stream_id: str = Field(sa_column=Column(String(128), primary_key=True))
+    version: int = Field(sa_column=Column(Integer, nullable=False))
+    hash: str = Field(sa_column=Column(String(64), nullable=False))
+    tag: str = Field(sa_column=Column(String(200), nullable=False))
+    state: bytes = Field(sa_column=Column(LargeBinary, nullable=False))
+    created_at: float = Field(sa_column=Column(Double, nullable=False))
+
+
 EVENTS = EventRow.__table__  # type: ignore[attr-defined]
 STREAMS = StreamRow.__table__  # type: ignore[attr-defined]
-_TABLES = [EVENTS, STREAMS]
+SNAPSHOTS = SnapshotRow.__table__  # type: ignore[attr-defined]
+_TABLES = [EVENTS, STREAMS, SNAPSHOTS]
 
 _EVENT_COLUMNS = [
     EVENTS.c.episode_id,
@@ -271,8 +289,19 @@ class SQLEventStore(EventStore):
         self._since = 0.0
         self._closed = threading.Event()
         self._flusher: threading.Thread | None = None
+        self._heads: dict[str, tuple[int, str]] = {}
+        """Streams appended to in the open group: (version, last hash). Exact while the group's
+        transaction holds the write lock (nobody else can write), so their appends need not
+        read the head back; cleared when the group ends."""
+        self._dirty: dict[str, tuple[int, str, float]] = {}
+        """Existing streams whose head the open group moved: written once, at its commit."""
+        self._inserts: dict[int, str] = {}
+        self._lockfile: Any = None
+        self._flocked = False
         if self.dialect == "sqlite":
             self._engine = self._sqlite_engine(url, synchronous)
+            path = url.split(":///", 1)[1].split("?", 1)[0]
+            self._lockfile = open(f"{path}-append.lock", "a+b")  # noqa: SIM115 - kept open
         elif self.dialect == "postgresql":
             self._engine = create_engine(
                 url, pool_size=pool_size, max_overflow=pool_size, pool_pre_ping=True
@@ -357,22 +386,45 @@ class SQLEventStore(EventStore):
 
     def _drop_writer(self) -> None:
         conn, self._conn = self._conn, None
+        # Whatever the open group held is gone with its transaction.
+        self._open, self._pending = False, 0
+        self._heads.clear()
+        self._dirty.clear()
+        self._flock(False)
         if conn is not None:
             with contextlib.suppress(Exception):
                 conn.invalidate()
 
     def _begin(self, cur: Any) -> None:
         if self.dialect == "sqlite":
-            cur.execute("BEGIN IMMEDIATE")  # take the write lock before reading the head
+            self._flock(True)
+            try:
+                cur.execute("BEGIN IMMEDIATE")  # take the write lock before reading the head
+            except BaseException:
+                self._flock(False)
+                raise
         # psycopg opens a transaction at the first statement by itself.
 
     def _end(self, conn: Any, cur: Any, commit: bool) -> None:
         if self.dialect == "sqlite":  # the driver is in autocommit mode: say it in SQL
-            cur.execute("COMMIT" if commit else "ROLLBACK")
+            try:
+                cur.execute("COMMIT" if commit else "ROLLBACK")
+            finally:
+                self._flock(False)
         elif commit:
             conn.commit()
         else:
             conn.rollback()
+
+    def _flock(self, take: bool) -> None:
+        """Writers of one SQLite file queue on a lock file before ``BEGIN IMMEDIATE``. SQLite's
+        own busy handler polls, sleeping 1 ms, then 2, 5, 10 ... between tries, far longer than
+        an append takes; a process waiting on the lock file wakes the moment the writer before
+        it is done (`companyos serve --workers N` has N writers on one file)."""
+        if self._lockfile is None or take == self._flocked:
+            return
+        fcntl.flock(self._lockfile, fcntl.LOCK_EX if take else fcntl.LOCK_UN)
+        self._flocked = take
 
     def append(
         self, stream: str, events: Sequence[Event], expected_version: int
@@ -424,8 +476,23 @@ class SQLEventStore(EventStore):
 
     def _commit_group(self) -> None:
         if self._open:
+            cur = self._writer().cursor()
+            if self._dirty:
+                q = self._sql.advance
+                cur.executemany(
+                    q.sql,
+                    [
+                        q._params({"sid": sid, "v": v, "h": h, "at": at})
+                        for sid, (v, h, at) in self._dirty.items()
+                    ],
+                )
             self._open, self._pending = False, 0
-            self._writer().cursor().execute("COMMIT")
+            self._heads.clear()
+            self._dirty.clear()
+            try:
+                cur.execute("COMMIT")
+            finally:
+                self._flock(False)
 
     def flush(self) -> None:
         """Commit the open group now (a no-op unless ``group_commit`` > 1)."""
@@ -451,9 +518,12 @@ class SQLEventStore(EventStore):
         self, cur: Any, stream: str, events: Sequence[Event], expected_version: int
     ) -> list[RecordedEvent]:
         q = self._sql
-        if self.dialect == "postgresql":
-            q.lock.run(cur, k=_APPEND_LOCK_KEY)
-        head = q.head.run(cur, stream_id=stream).fetchone()
+        grouped = self._open
+        head = self._heads.get(stream) if grouped else None
+        if head is None:
+            if self.dialect == "postgresql":
+                q.lock.run(cur, k=_APPEND_LOCK_KEY)
+            head = q.head.run(cur, stream_id=stream).fetchone()
         actual = head[0] if head is not None else -1
         if actual != expected_version:
             raise ConcurrencyConflict(stream, expected_version, actual)
@@ -461,23 +531,21 @@ class SQLEventStore(EventStore):
             return []
         sealed = seal(stream, events, expected_version, head[1] if head else GENESIS)
         at = now()
-        q.insert.run_many(
-            cur,
-            [
-                {
-                    "episode_id": stream,
-                    "seq": s.seq,
-                    "event_id": s.event_id,
-                    "type": s.type,
-                    "schema_version": s.schema_version,
-                    "payload": s.data_json.decode(),
-                    "hash": s.hash,
-                    "recorded_at": at,
-                }
-                for s in sealed
-            ],
-        )
-        positions = [r[0] for r in q.positions.run(cur, episode_id=stream, lo=sealed[0].seq)]
+        params: list[Any] = []
+        for s in sealed:
+            params += (
+                stream,
+                s.seq,
+                s.event_id,
+                s.type,
+                s.schema_version,
+                s.data_json.decode(),
+                s.hash,
+                at,
+            )
+        # One statement inserts the step's events and hands back their positions.
+        rows = cur.execute(self._insert_sql(len(sealed)), params).fetchall()
+        positions = [p for p, _ in sorted(rows, key=lambda r: r[1])]
         last = sealed[-1]
         if head is None:
             q.create.run(
@@ -489,9 +557,85 @@ class SQLEventStore(EventStore):
                 created_at=at,
                 updated_at=at,
             )
+        elif grouped:
+            self._dirty[stream] = (last.seq, last.hash, at)
         else:
             q.advance.run(cur, sid=stream, v=last.seq, h=last.hash, at=at)
+        if grouped:
+            self._heads[stream] = (last.seq, last.hash)
         return [s.recorded(stream, pos, at) for s, pos in zip(sealed, positions, strict=True)]
+
+    def _insert_sql(self, n: int) -> str:
+        """INSERT of ``n`` events RETURNING (position, seq), in the driver's parameter style."""
+        sql = self._inserts.get(n)
+        if sql is None:
+            mark = "?" if self._engine.dialect.paramstyle == "qmark" else "%s"
+            row = "(" + ", ".join([mark] * 8) + ")"
+            sql = self._inserts[n] = (
+                "INSERT INTO events (episode_id, seq, event_id, type, schema_version, payload, "
+                f"hash, recorded_at) VALUES {', '.join([row] * n)} RETURNING position, seq"
+            )
+        return sql
+
+    # ------------------------------------------------------------------ snapshots
+
+    def save_snapshot(self, snapshot: Snapshot) -> None:
+        """Upsert the stream's snapshot (a later version wins). A cache: a failure is logged
+        and changes nothing else, inside an open group too (its own savepoint)."""
+        mark = "?" if self._engine.dialect.paramstyle == "qmark" else "%s"
+        sql = (
+            "INSERT INTO snapshots (stream_id, version, hash, tag, state, created_at) VALUES "
+            f"({', '.join([mark] * 6)}) ON CONFLICT (stream_id) DO UPDATE SET "
+            "version = excluded.version, hash = excluded.hash, tag = excluded.tag, "
+            "state = excluded.state, created_at = excluded.created_at "
+            "WHERE excluded.version > snapshots.version"
+        )
+        params = (
+            snapshot.stream,
+            snapshot.version,
+            snapshot.hash,
+            snapshot.tag,
+            encode(snapshot.state),
+            now(),
+        )
+        with self._wlock:
+            try:
+                cur = self._writer().cursor()
+                if self._open:
+                    cur.execute("SAVEPOINT snapshot")
+                    try:
+                        cur.execute(sql, params)
+                    except BaseException:
+                        cur.execute("ROLLBACK TO snapshot")
+                        cur.execute("RELEASE snapshot")
+                        raise
+                    cur.execute("RELEASE snapshot")
+                    return
+                self._begin(cur)
+                try:
+                    cur.execute(sql, params)
+                except BaseException:
+                    self._end(self._writer(), cur, commit=False)
+                    raise
+                self._end(self._writer(), cur, commit=True)
+            except self._db_errors as exc:
+                _log.warning("snapshot of %s not kept: %s", snapshot.stream, exc)
+
+    def load_snapshot(self, stream: str) -> Snapshot | None:
+        q = select(SNAPSHOTS).where(SNAPSHOTS.c.stream_id == stream)
+        try:
+            rows = self._rows(q)
+        except StoreError:
+            return None
+        if not rows:
+            return None
+        r = rows[0]
+        try:
+            state = decode(bytes(r.state))
+        except Exception as exc:  # a cache that cannot be read is no cache
+            _log.warning("snapshot of %s ignored: %s", stream, exc)
+            return None
+        return Snapshot(r.stream_id, r.version, r.hash, r.tag, state)
 
     # ------------------------------------------------------------------ reads
 
@@ -565,4 +709,8 @@ class SQLEventStore(EventStore):
             if self._conn is not None:
                 self._conn.close()
                 self._conn = None
+            self._flock(False)
+            if self._lockfile is not None:
+                self._lockfile.close()
+                self._lockfile = None
         self._engine.dispose()

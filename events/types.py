@@ -11,15 +11,25 @@ never rewritten.
 
 from __future__ import annotations
 
-from typing import Annotated, Any, ClassVar, Literal, get_args
+import types
+from typing import Annotated, Any, ClassVar, Literal, Union, get_args, get_origin
 
 from pydantic import BaseModel, ConfigDict, Field, TypeAdapter
+from pydantic_core import PydanticUndefined
 
 Scalar = str | int | float | bool
 
 
 class Event(BaseModel):
-    """Base of all events. Frozen: a fact, once made, does not change."""
+    """Base of all events. Frozen: a fact, once made, does not change.
+
+    Events are validated where they enter: read from a store (`upcasting.parse_event`) or
+    sent by a client. The simulation makes several every step from values it computed itself;
+    for those, a flat event's constructor checks each value's exact type against its field
+    and, when every one is what validation would keep unchanged, builds the model without
+    running the validator (a fifth of the cost). Anything else (a value validation would
+    convert or refuse, a missing or unknown field) goes through full validation, so the
+    result, its payload and its hash are always those of a validated event."""
 
     model_config = ConfigDict(frozen=True, extra="forbid")
 
@@ -29,6 +39,19 @@ class Event(BaseModel):
     hold only JSON values (lists, not tuples), so their fields are their payload."""
     type: str
 
+    def __init__(self, /, **data: Any) -> None:
+        build = _BUILDERS.get(type(self))
+        if build is None:
+            build = _BUILDERS[type(self)] = _builder(type(self))
+        values = build(data)
+        if values is None:
+            super().__init__(**data)
+            return
+        object.__setattr__(self, "__dict__", values)
+        object.__setattr__(self, "__pydantic_fields_set__", set(data))
+        object.__setattr__(self, "__pydantic_extra__", None)
+        object.__setattr__(self, "__pydantic_private__", None)
+
     def payload(self) -> dict[str, Any]:
         """The JSON-ready body as stored: everything but the discriminator."""
         if self.nested:
@@ -36,6 +59,94 @@ class Event(BaseModel):
         data = dict(self.__dict__)
         del data["type"]
         return data
+
+
+_SCALARS = (str, int, float, bool)
+
+
+def _check(annotation: Any, var: str) -> str | None:
+    """A Python expression, true when ``var`` is a value validation keeps exactly as it is for
+    a field of this type (ints for floats are widened before it is evaluated); None: this type
+    has no fast build."""
+    if annotation is Any:
+        return "True"
+    if annotation in _SCALARS:
+        return f"type({var}) is {annotation.__name__}"
+    origin, args = get_origin(annotation), get_args(annotation)
+    if origin is Literal and all(type(a) is str for a in args):
+        return f"(type({var}) is str and {var} in {frozenset(args)!r})"
+    if origin in (Union, types.UnionType):
+        inner = [a for a in args if a is not type(None)]
+        if set(inner) == set(_SCALARS):  # Scalar: validation keeps the exact type
+            test = f"type({var}) in _SCALARS"
+        elif len(inner) == 1:
+            test = _check(inner[0], var)  # type: ignore[assignment]
+            if test is None:
+                return None
+        else:
+            return None
+        return f"({var} is None or {test})" if len(inner) < len(args) else test
+    if origin is list and len(args) == 1:
+        item = _check(args[0], "x")
+        if item is None or args[0] is float:  # validation would widen int items
+            return None
+        return f"(type({var}) is list and all({item} for x in {var}))"
+    if origin is dict and len(args) == 2 and args[0] is str:
+        item = _check(args[1], "x")
+        if item is None:
+            return None
+        if args[1] is float:  # an int item would be widened: leave that to validation
+            item = "type(x) is float"
+        return f"(type({var}) is dict and all(type(k) is str and {item} for k, x in {var}.items()))"
+    return None
+
+
+def _builder(cls: type[Event]) -> Any:
+    """A function from constructor keywords to the model's ``__dict__`` (None: validate).
+
+    Generated once per flat event class whose fields are scalars, or lists and dicts of them
+    (copied, as validation copies them); nested events always validate."""
+    decorators = cls.__pydantic_decorators__
+    if cls.nested or any(
+        (decorators.validators, decorators.field_validators, decorators.root_validators,
+         decorators.model_validators, decorators.field_serializers)
+    ):  # fmt: skip
+        return lambda data: None  # a class with its own validators always validates
+    lines = ["def build(data):", "    values = {}", "    given = 0"]
+    env: dict[str, Any] = {"_SCALARS": _SCALARS}
+    for i, (name, f) in enumerate(cls.model_fields.items()):
+        test = _check(f.annotation, "v")
+        if test is None:
+            return lambda data: None
+        container = get_origin(f.annotation) in (list, dict)
+        widen = f.annotation is float or (
+            get_origin(f.annotation) in (Union, types.UnionType)
+            and float in get_args(f.annotation)
+            and set(get_args(f.annotation)) - {type(None)} == {float}
+        )
+        lines.append(f"    if {name!r} in data:")
+        lines.append(f"        v = data[{name!r}]")
+        if widen:
+            lines.append("        if type(v) is int: v = float(v)")
+        lines.append(f"        if not ({test}): return None")
+        if container:
+            lines.append(f"        v = {get_origin(f.annotation).__name__}(v)")
+        lines.append("        given += 1")
+        if f.default_factory is not None:
+            env[f"f{i}"] = f.default_factory
+            lines.append(f"    else: v = f{i}()")
+        elif f.default is PydanticUndefined:
+            lines.append("    else: return None")
+        else:
+            env[f"d{i}"] = f.default
+            lines.append(f"    else: v = d{i}")
+        lines.append(f"    values[{name!r}] = v")
+    lines.append("    return values if given == len(data) else None")
+    exec("\n".join(lines), env)  # the code is built above from the class's own fields
+    return env["build"]
+
+
+_BUILDERS: dict[type, Any] = {}
 
 
 # --------------------------------------------------------------------------- lifecycle

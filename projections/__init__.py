@@ -6,7 +6,7 @@ from __future__ import annotations
 from .diagnosis import LABELS, Mistake, diagnose
 from .milestones import Milestone, MilestoneGraph, achieved, milestones_for, progress
 from .observation import render_result, render_world, tool_manifest
-from .replay import Replay, StepRecord, cached_rewards, replay
+from .replay import Replay, StepRecord, cached_rewards, replay, resume
 from .reward import (
     PROFILES,
     RewardProfile,
@@ -44,6 +44,7 @@ __all__ = [
     "render_result",
     "render_world",
     "replay",
+    "resume",
     "score_step",
     "summarize",
     "tool_manifest",

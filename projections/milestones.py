@@ -24,6 +24,7 @@ from companyos.events.types import Goal
 
 FIELD_KINDS = {"priority": "set_priority", "assignee": "set_assignee"}
 _NOTHING = object()
+_FOREVER = 2**62
 
 
 @dataclass(frozen=True, slots=True)
@@ -49,16 +50,43 @@ def _same(a: Any, b: Any) -> bool:
     )
 
 
+class Collateral:
+    """How many things the agent changed or asked for that the task did not call for
+    (`goals.collateral`), counted again only when the tickets, their baseline or the approvals
+    are other objects than last time (the world replaces only what a step changes). The `clean`
+    milestone and the reward's damage term share one, so a step counts at most once."""
+
+    __slots__ = ("_key", "_n")
+
+    def __init__(self) -> None:
+        self._key: tuple[Any, Any, Any] = (_NOTHING, _NOTHING, _NOTHING)
+        self._n = 0
+
+    def __call__(self, world: World) -> int:
+        key = self._key
+        if world.tickets is key[0] and world.approvals is key[2] and world.baseline is key[1]:
+            return self._n
+        n = len(goals.collateral(world)) if world.task is not None else 0
+        self._key, self._n = (world.tickets, world.baseline, world.approvals), n
+        return n
+
+
 class MilestoneGraph:
     """A task's milestones in dependency order, with the memo described above."""
 
-    def __init__(self, milestones: tuple[Milestone, ...]) -> None:
+    def __init__(
+        self, milestones: tuple[Milestone, ...], collateral: Collateral | None = None
+    ) -> None:
         self.milestones = milestones
         self.ids = tuple(m.id for m in milestones)
         self.success_id = milestones[-1].id
         self._memo: list[tuple[Any, bool]] = [(_NOTHING, False)] * len(milestones)
         self._phi: dict[tuple[int, frozenset[str]], tuple[Any, float]] = {}
-        self._damage: tuple[Any, Any, int] = (_NOTHING, _NOTHING, 0)
+        self._collateral = collateral if collateral is not None else Collateral()
+        self.metrics: tuple[str, ...] = ()
+        """The goal's metrics: the only part of a predicate that the clock alone changes."""
+        self._last: tuple[Any, int, int, frozenset[str]] | None = None
+        self._finished: tuple[Any, Any, bool] = (_NOTHING, _NOTHING, False)
 
     def __iter__(self) -> Iterator[Milestone]:
         return iter(self.milestones)
@@ -70,6 +98,38 @@ class MilestoneGraph:
         return self.milestones[i]
 
     def achieved(self, world: World) -> frozenset[str]:
+        """The milestones that count in ``world``. A step that replaced none of the parts the
+        predicates read, while no goal metric crossed its freshness limit, gets the last answer
+        back (`_key` below); otherwise each milestone is checked unless its own part is the
+        same as last time."""
+        key = (
+            world.tickets,
+            world.approvals,
+            world.baseline,
+            world.grants,
+            world.metrics,
+            world.approval_types,
+        )
+        last = self._last
+        if last is not None:
+            clock = world.clock
+            if last[1] <= clock < last[2] and _same(last[0], key):
+                return last[3]
+        done = self._evaluate(world)
+        self._last = (key, world.clock, self._fresh_until(world), done)
+        return done
+
+    def _fresh_until(self, world: World) -> int:
+        """The first clock minute at which a goal metric that is fresh now goes stale: until
+        then (and from now on) every clock-dependent predicate keeps its value."""
+        until = _FOREVER
+        for name in self.metrics:
+            m = world.metrics.get(name)
+            if m is not None and not m.stale(world.clock):
+                until = min(until, m.as_of + m.max_age + 1)
+        return until
+
+    def _evaluate(self, world: World) -> frozenset[str]:
         done: set[str] = set()
         memo = self._memo
         parts: dict[Any, Any] = {}  # milestones share their readers: read each part once
@@ -88,15 +148,19 @@ class MilestoneGraph:
                 done.add(m.id)
         return frozenset(done)
 
+    def finished(self, world: World) -> bool:
+        """`goals.finished`, asked again only when the tickets or the requests changed."""
+        key = self._finished
+        if world.tickets is key[0] and world.approvals is key[1]:
+            return bool(key[2])
+        done = goals.finished(world)
+        self._finished = (world.tickets, world.approvals, done)
+        return done
+
     def damage(self, world: World) -> int:
         """How many things the agent changed or asked for that the task did not call for
         (`goals.collateral`), re-counted only when tickets or approvals changed."""
-        tickets, approvals, n = self._damage
-        if world.tickets is tickets and world.approvals is approvals:
-            return n
-        n = len(goals.collateral(world)) if world.task is not None else 0
-        self._damage = (world.tickets, world.approvals, n)
-        return n
+        return self._collateral(world)
 
     def potential(self, done: frozenset[str], profile: Any) -> float:
         """The weight of the milestones in ``done`` (a task sees only a few distinct sets)."""
@@ -113,6 +177,8 @@ def milestones_for(goal: Goal) -> MilestoneGraph:
     """The task's milestones in dependency order (every prerequisite comes first)."""
     g = goal
     ms: list[Milestone] = []
+    damage = Collateral()
+    settled_memo: list[Any] = [_NOTHING, False]
 
     def approvals(w: World) -> Any:
         return w.approvals
@@ -121,7 +187,12 @@ def milestones_for(goal: Goal) -> MilestoneGraph:
         # Once the task's work stands on fresh data, later staleness cannot take that away.
         if g.decision != "approve":
             return goals.decision_ok(w, g)
-        return bool(g.approvals) and bool(goals.valid_submissions(w, g, 0))
+        if not g.approvals:
+            return False
+        # Read by the freshness milestones every step; it depends only on the requests.
+        if w.approvals is not settled_memo[0]:
+            settled_memo[:] = [w.approvals, bool(goals.valid_submissions(w, g, 0))]
+        return bool(settled_memo[1])
 
     ready: list[str] = []
     for j, tg in enumerate(g.tickets):
@@ -214,8 +285,8 @@ def milestones_for(goal: Goal) -> MilestoneGraph:
             "clean",
             "clean",
             (),
-            lambda w: not goals.collateral(w),
-            lambda w: (w.tickets, w.approvals),
+            lambda w: not damage(w),
+            lambda w: (w.tickets, w.approvals, w.baseline),
         )
     )
     if g.decision != "approve":
@@ -228,7 +299,7 @@ def milestones_for(goal: Goal) -> MilestoneGraph:
                 lambda w, _t=g.ticket_id: w.tickets.get(_t),
             )
         )
-        return MilestoneGraph(tuple(ms))
+        return _with_metrics(MilestoneGraph(tuple(ms), damage), g)
     before: tuple[str, ...] = tuple(ready)
     for i, ag in enumerate(g.approvals):
         final = i == len(g.approvals) - 1
@@ -255,7 +326,12 @@ def milestones_for(goal: Goal) -> MilestoneGraph:
     clean = next(m for m in ms if m.id == "clean")
     ms.remove(clean)
     ms.insert(len(ms) - 1, clean)  # just before the end it guards
-    return MilestoneGraph(tuple(ms))
+    return _with_metrics(MilestoneGraph(tuple(ms), damage), g)
+
+
+def _with_metrics(graph: MilestoneGraph, goal: Goal) -> MilestoneGraph:
+    graph.metrics = tuple(goal.metrics)
+    return graph
 
 
 def achieved(world: World, graph: MilestoneGraph) -> frozenset[str]:

@@ -4,7 +4,7 @@ or the RNG."""
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 
 from companyos.domain.model import World
@@ -81,25 +81,13 @@ def replay(
     # An episode quit before its first call has its end inside what is read as set-up.
     r.outcome = setup.outcome
     world, score = setup, r.score
-    i = n_setup
-    while i < len(events):
-        e = events[i]
-        if isinstance(e, EpisodeEnded):
-            r.outcome = e.outcome
-            world = fold([e], world)
-            i += 1
-            continue
-        if not isinstance(e, ToolCalled):
-            i += 1  # only caches and markers sit outside a step
-            continue
-        j = i + 1
-        while j < len(events) and not isinstance(events[j], ToolCalled | StepScored | EpisodeEnded):
-            j += 1
-        caused = tuple(events[i + 1 : j])
-        before, world = world, fold((e, *caused), world)
-        score, s = score_step(score, world, caused, graph, prof, before)
-        r.steps.append(StepRecord(e.step, e, caused, world, s, i))
-        i = j
+    for i, e, caused, after, scored, s in _steps(events, n_setup, setup, r.score, graph, prof):
+        world, score = after, scored
+        if e is None:
+            r.outcome = world.outcome
+        else:
+            assert s is not None
+            r.steps.append(StepRecord(e.step, e, caused, world, s, i))
     r.score = score
     r.total = score.total
     if r.outcome == "abandoned":
@@ -111,6 +99,55 @@ def replay(
             last.step, last.call, last.events, world, last.score, last.first_index
         )
     return r
+
+
+Stepped = tuple[int, ToolCalled | None, tuple[Event, ...], World, ScoreState, StepScore | None]
+
+
+def _steps(
+    events: Sequence[Event],
+    start: int,
+    world: World,
+    score: ScoreState,
+    graph: MilestoneGraph,
+    prof: RewardProfile,
+) -> Iterator[Stepped]:
+    """Fold and score ``events[start:]`` from (``world``, ``score``): yields each step (its
+    index, call, caused events, the world and score after it) and each end marker (call
+    None). Replay and a load from a snapshot go through this one loop."""
+    i = start
+    while i < len(events):
+        e = events[i]
+        if isinstance(e, EpisodeEnded):
+            world = fold([e], world)
+            yield i, None, (), world, score, None
+            i += 1
+            continue
+        if not isinstance(e, ToolCalled):
+            i += 1  # only caches and markers sit outside a step
+            continue
+        j = i + 1
+        while j < len(events) and not isinstance(events[j], ToolCalled | StepScored | EpisodeEnded):
+            j += 1
+        caused = tuple(events[i + 1 : j])
+        before, world = world, fold((e, *caused), world)
+        score, s = score_step(score, world, caused, graph, prof, before)
+        yield i, e, caused, world, score, s
+        i = j
+
+
+def resume(
+    world: World, score: ScoreState, records: Sequence[RecordedEvent | Event]
+) -> tuple[World, ScoreState, MilestoneGraph, RewardProfile]:
+    """The fold continued: the world and score after ``records``, from the world and score
+    before them (a snapshot's), scored with the episode's own profile. Equal to folding the
+    whole stream (`tests/test_snapshots.py`)."""
+    assert world.info is not None and world.task is not None
+    prof = get_profile(world.info.reward_profile)
+    graph = milestones_for(world.task.goal)
+    for _, _, _, after, scored, _ in _steps(events_of(records), 0, world, score, graph, prof):
+        world, score = after, scored
+    return world, score, graph, prof
 
 
 def cached_rewards(records: Sequence[RecordedEvent | Event]) -> list[float]:

@@ -15,7 +15,6 @@ from typing import Any, Literal, NamedTuple
 
 from pydantic import BaseModel, ConfigDict
 
-from companyos.domain import goals
 from companyos.domain.model import World
 from companyos.events.types import Event
 
@@ -254,7 +253,7 @@ def score_step(
     if graph.success_id in done:
         outcome = "success"
         terms["success"] = profile.success
-    elif world.task is not None and goals.finished(world):
+    elif world.task is not None and graph.finished(world):
         # The work is over but not right: charged like running out of time, so that ending
         # early on a wrong answer never beats working on.
         outcome = "failure"

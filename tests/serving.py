@@ -95,7 +95,7 @@ class ServerProcess:
         assert self.proc is not None
         return self.proc.pid
 
-    def start(self) -> str:
+    def start(self, timeout: float = 60.0) -> str:
         out = open(self.log, "ab") if self.log else subprocess.DEVNULL  # noqa: SIM115
         try:
             self.proc = subprocess.Popen(
@@ -104,7 +104,11 @@ class ServerProcess:
         finally:
             if self.log:
                 out.close()  # type: ignore[union-attr]
-        wait_healthy(self.url, self.proc)
+        try:
+            wait_healthy(self.url, self.proc, timeout)
+        except BaseException:
+            self.stop()  # never leave a server behind that nobody will stop
+            raise
         return self.url
 
     def kill(self) -> None:

@@ -20,6 +20,7 @@ from hypothesis import strategies as st
 
 from companyos.api import CompanyOSEnvironment, ResetError
 from companyos.api.environment import RESET_OPTIONS
+from companyos.api.models import CompanyOSBatchObservation
 from companyos.domain import plan
 from companyos.events import InMemoryEventStore
 
@@ -71,6 +72,11 @@ def test_reset_refuses_any_bad_option_with_a_reset_error(options, fork):
         assert str(exc)
         # A refused reset writes nothing (the session's episode stays as it was).
         assert {s.stream_id: s.version for s in store.streams()} == before
+        return
+    if isinstance(obs, CompanyOSBatchObservation):  # a batch reset: every episode stored
+        assert obs.results
+        for r in obs.results:
+            assert store.version(r["observation"]["episode_id"]) >= 0
         return
     assert obs.episode_id and store.version(obs.episode_id) >= 0
 

@@ -1,0 +1,97 @@
+"""The step's shortcuts give exactly what the long way gives (issue 17).
+
+- An event built by the simulation without running the validator equals the same event
+  validated, field for field, and so has the same payload and hash.
+- The milestone graph's memo (whole-world and per-milestone) gives, after every step, the
+  milestones that a fresh graph evaluating every predicate gives; so do its collateral count
+  and its "finished" test; and the world folded while deciding equals the fold of the log.
+"""
+
+from __future__ import annotations
+
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from companyos.api import CompanyOSEnvironment
+from companyos.domain import FAMILY_NAMES, fold, goals, plan
+from companyos.events import EVENT_TYPES, InMemoryEventStore, canonical
+from companyos.events.types import MetricQueried, ToolCalled
+from companyos.projections import milestones_for
+
+from .strategies import ORACLE, action, resolve
+
+
+def _play(seed: int, task: int, difficulty: int, actions: list) -> None:
+    env = CompanyOSEnvironment(InMemoryEventStore())
+    obs = env.reset(seed=seed, task_id=task, difficulty=difficulty)
+    for a in actions:
+        ep = env.episode
+        assert ep is not None
+        if a == ORACLE:
+            call = plan(ep.world)
+            a = call.as_action() if call else {"app": "ticketdesk", "method": "list_tickets"}
+        else:
+            a = resolve(a, ep.world)
+        obs = env.step(a)
+        ep = env.episode
+        assert ep is not None
+        for record in env.store.read(ep.id, from_seq=ep.version - 12):
+            live = record.event
+            again = EVENT_TYPES[live.type].model_validate(live.model_dump())
+            assert again == live and again.__dict__ == live.__dict__
+            assert canonical(again.payload()) == canonical(live.payload())
+        fresh = milestones_for(ep.world.task.goal)  # type: ignore[union-attr]
+        assert ep.graph.achieved(ep.world) == fresh._evaluate(ep.world) == ep.score.achieved
+        assert ep.graph.damage(ep.world) == fresh.damage(ep.world)
+        assert ep.graph.finished(ep.world) == goals.finished(ep.world)
+        assert ep.world == fold(r.event for r in env.store.read(ep.id))  # deciding = after
+        if obs.done:
+            break
+
+
+@settings(max_examples=120, deadline=None)
+@given(
+    seed=st.integers(0, 2**32),
+    task=st.integers(0, len(FAMILY_NAMES) - 1),
+    difficulty=st.integers(0, 3),
+    actions=st.lists(action, min_size=1, max_size=30),
+)
+def test_shortcuts_equal_the_long_way(seed, task, difficulty, actions):
+    _play(seed, task, difficulty, actions)
+
+
+def test_oracle_episodes_over_every_family_and_level():
+    for task in range(len(FAMILY_NAMES)):
+        for difficulty in range(4):
+            _play(task * 7 + difficulty, task, difficulty, [ORACLE] * 40)
+
+
+def test_a_value_validation_would_convert_takes_the_validated_path():
+    # An int for a float field is widened exactly as validation widens it.
+    q = MetricQueried(metric="m", value=72, stale_days=4, stale=True)
+    assert type(q.value) is float and q == MetricQueried.model_validate(q.model_dump())
+    assert canonical(q.payload()) == b'{"metric":"m","stale":true,"stale_days":4,"value":72.0}'
+    # A bool for an int field, a wrong type, an unknown or a missing field: validation decides.
+    for bad in (
+        {"step": True, "app": "a", "method": "m"},
+        {"step": "1", "app": "a", "method": "m"},
+        {"step": 1, "app": "a", "method": "m", "extra": 1},
+        {"app": "a", "method": "m"},
+    ):
+        try:
+            built = ToolCalled(**bad)
+        except ValueError:
+            continue
+        assert built == ToolCalled.model_validate(bad)  # validation accepted it, converted
+
+
+def test_an_original_worlds_start_equals_the_fold_of_its_opening_events():
+    from companyos.domain.instances import build_episode, start_world
+    from companyos.domain.original import TASK_IDS
+
+    for task in TASK_IDS:
+        for difficulty in range(4):
+            for seed in (0, 1, 99):
+                events = build_episode(task, seed, difficulty)
+                assert start_world(events) == fold(events)
+                assert start_world(events) == fold(events)  # the kept one too
