@@ -44,7 +44,8 @@ serve: $(STAMP) ## run the OpenEnv server on HOST:PORT (default 127.0.0.1:8000; 
 demo: $(STAMP) ## play one oracle episode and print its timeline
 	$(VENV)/bin/companyos demo --store $(STORE)
 
-bench: $(STAMP) ## throughput benchmarks (ratios against a no-op OpenEnv env in the same run)
+bench: $(STAMP) ## throughput and start-up benchmarks (ratios against a reference measured in the same run)
+	$(PY) bench/cli_startup.py
 	$(PY) bench/step_throughput.py
 	$(PY) bench/serve_throughput.py
 	$(PY) bench/eval_workers.py
