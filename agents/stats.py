@@ -98,7 +98,9 @@ def wilson(successes: int, n: int, z: float = Z95) -> Interval:
     p = successes / n
     centre = (p + z * z / (2 * n)) / (1 + z * z / n)
     half = z * math.sqrt(p * (1 - p) / n + z * z / (4 * n * n)) / (1 + z * z / n)
-    return (max(0.0, centre - half), min(1.0, centre + half))
+    lo = 0.0 if successes == 0 else max(0.0, centre - half)
+    hi = 1.0 if successes == n else min(1.0, centre + half)
+    return (lo, hi)
 
 
 def bootstrap(values: list[float], draws: int = BOOTSTRAP_DRAWS, seed: int = 0) -> Interval:
