@@ -52,6 +52,7 @@ from companyos.agents.local_model import HERMES_CHAT_TEMPLATE
 from companyos.agents.toolcalls import SYSTEM_PROMPT, function_tools, result_message, task_message
 from companyos.api.client import CompanyOSClient
 from companyos.domain import BY_NAME, SUITES, instance_id, parse_instance_id
+from companyos.projections.reward import PROFILES
 
 ENDED = "The episode has ended; no tool does anything now. Stop calling tools."
 
@@ -145,7 +146,11 @@ class CompanyOSToolEnv:
         return task_message(obs)
 
     def get_reward(self) -> float:
-        """The episode's return: the sum of the step rewards the server computed from the log."""
+        """The episode's return: the sum of the step rewards the server computed from the log.
+        A rollout that stops before its episode ends leaves it, and scores the profile's
+        abandonment term as the episode summary does (stopping early must not pay)."""
+        if not self.done:
+            return self.total + PROFILES["default"].abandon
         return self.total
 
     def _call(self, name: str, arguments: dict[str, Any]) -> str:
@@ -180,6 +185,29 @@ def environment_factory(url: str, max_steps: int | None, label: str = "grpo") ->
         (CompanyOSToolEnv,),
         {"url": url, "max_steps": max_steps, "label": label},
     )
+
+
+def tool_call_format(completions: list[Any], **_: Any) -> list[float]:
+    """A shaping reward for the form of the model's turns (``--format-reward`` weighs it;
+    off by default): per assistant turn, 1 for a parsed call of a known tool, 0.5 for a
+    parsed call of another name, 0.25 for a ``<tool_call>`` tag that did not parse, else 0;
+    the mean over the rollout's turns. For models too small to write a call unaided, whose
+    episode returns are otherwise all alike (no advantage, nothing learnt)."""
+    scores = []
+    for messages in completions:
+        turns = [m for m in messages if m.get("role") == "assistant"] or [{}]
+        total = 0.0
+        for turn in turns:
+            calls = turn.get("tool_calls") or []
+            names = [c.get("function", {}).get("name") for c in calls]
+            if any(n in BY_NAME for n in names):
+                total += 1.0
+            elif calls:
+                total += 0.5
+            elif "<tool_call>" in str(turn.get("content") or ""):
+                total += 0.25
+        scores.append(total / len(turns))
+    return scores
 
 
 # ---------------------------------------------------------------------- what is recorded
@@ -313,6 +341,9 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--temperature", type=float, default=1.0)
     p.add_argument("--lr", type=float, default=1e-6)
     p.add_argument("--seed", type=int, default=0)
+    p.add_argument(
+        "--format-reward", type=float, default=0.0, help="weight of tool_call_format (0: off)"
+    )
     p.add_argument("--lora", action="store_true", help="train a LoRA adapter (PEFT)")
     p.add_argument("--lora-r", type=int, default=16)
     p.add_argument("--vllm", action="store_true", help="generate with vLLM (needs a GPU)")
@@ -364,8 +395,11 @@ def main(argv: list[str] | None = None) -> int:
         vllm_mode=args.vllm_mode,
     )
     factory = environment_factory(args.url, args.episode_steps)
+    if args.format_reward:
+        config.reward_weights = [args.format_reward]  # TRL weighs the environment 1
     trainer = RecordingGRPOTrainer(
         model=model,
+        reward_funcs=[tool_call_format] if args.format_reward else None,
         args=config,
         train_dataset=dataset(args),
         processing_class=tok,
