@@ -178,7 +178,10 @@ def main(argv: list[str] | None = None) -> int:
         print(path)
         return 0
     cmd = serve_command(path, args.host, args.port)
-    print(f"serving {path} as {path} on http://{args.host}:{args.port}/v1", flush=True)
+    print(
+        f"serving SmolLM2-135M-Instruct on http://{args.host}:{args.port}/v1 as model {path}",
+        flush=True,
+    )
     env = {**os.environ, "HF_HUB_OFFLINE": "1"}
     return subprocess.call(cmd, env=env)
 

@@ -36,7 +36,8 @@ agents:
   naive    does what the task text says and ignores chaos (privileged: reads the world)
   honest   a careful solver that sees only what an agent sees (the proof of solvability)
   oracle   plans from the true world and handles every chaos kind (privileged)
-  llm      a model behind any OpenAI-compatible chat completions endpoint, native tool calls
+  llm      a model behind any OpenAI-compatible chat completions endpoint: native tool calls,
+           or calls written in the reply's text (Hermes blocks, JSON, call syntax)
 
 In-process (default) each worker is a process with its own environment over --store; with --url
 each worker is a thread with its own session on that server, which stores the episodes.
