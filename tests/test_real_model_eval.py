@@ -7,6 +7,8 @@ from __future__ import annotations
 
 import json
 
+import pytest
+
 from companyos.cli import main
 from companyos.events.sql import SQLEventStore, sqlite_url
 from companyos.events.types import InvalidAction, ToolCalled
@@ -17,6 +19,7 @@ from .serving import free_port
 pytestmark = needs_real_model
 
 
+@pytest.mark.timeout(3600)  # minutes of CPU on a shared machine
 def test_smollm2_plays_real_episodes_through_eval(tmp_path):
     out, store = tmp_path / "out", sqlite_url(tmp_path / "events.db")
     with served_model(free_port(), tmp_path / "serve.log") as url:

@@ -63,6 +63,7 @@ def runs(mask: list[int]) -> list[tuple[int, int, int]]:
     return out
 
 
+@pytest.mark.timeout(3600)  # minutes of CPU on a shared machine
 def test_grpo_trains_smollm2_on_rewards_from_real_episodes(tmp_path):
     from transformers import AutoTokenizer
     from transformers.utils import get_json_schema
