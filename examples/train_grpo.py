@@ -34,11 +34,13 @@ mask, the conversation, the episode) as JSON lines.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import csv
 import inspect
 import json
 import os
 import statistics
+from collections.abc import Callable
 from importlib.util import find_spec
 from pathlib import Path
 from typing import Any
@@ -47,6 +49,7 @@ import torch
 from datasets import Dataset
 from transformers import TrainerCallback
 from trl import GRPOConfig, GRPOTrainer
+from websockets.exceptions import ConnectionClosed
 
 from companyos.agents.local_model import HERMES_CHAT_TEMPLATE
 from companyos.agents.toolcalls import SYSTEM_PROMPT, function_tools, result_message, task_message
@@ -117,11 +120,27 @@ class CompanyOSToolEnv:
     max_steps: int | None = None
 
     def __init__(self) -> None:
-        self.client = CompanyOSClient(self.url, message_timeout_s=300).sync()
-        self.client.connect()
+        self.client = self._connect()
         self.episode: dict[str, Any] = {}
         self.total = 0.0
         self.done = True
+
+    def _connect(self) -> Any:
+        client = CompanyOSClient(self.url, message_timeout_s=300).sync()
+        client.connect()
+        return client
+
+    def _send(self, request: Callable[[Any], Any]) -> Any:
+        """``request(client)``, on a new session if the server closed this one: a training
+        step can outlast the server's idle timeout (600 s by default) between two rollouts.
+        Episodes are in the store, so the new session carries on the same one."""
+        try:
+            return request(self.client)
+        except ConnectionClosed:
+            with contextlib.suppress(Exception):
+                self.client.close()
+            self.client = self._connect()
+            return request(self.client)
 
     def reset(self, instance: str = "", **_: Any) -> str:
         parsed = parse_instance_id(str(instance).strip())
@@ -133,7 +152,7 @@ class CompanyOSToolEnv:
         options: dict[str, Any] = {"seed": seed, "task_id": family, "difficulty": difficulty}
         if self.max_steps is not None:
             options["max_steps"] = self.max_steps
-        obs = self.client.reset(agent=self.label, **options).observation
+        obs = self._send(lambda c: c.reset(agent=self.label, **options)).observation
         self.total, self.done = 0.0, bool(obs.done)
         self.episode = {
             "episode_id": obs.episode_id,
@@ -163,7 +182,13 @@ class CompanyOSToolEnv:
             self.episode["valid_calls"] += 1
         except ValueError:
             pass  # the environment refuses it, with the signature, and logs it
-        result = self.client.step({"app": spec.app, "method": spec.method, "params": arguments})
+        action = {
+            "app": spec.app,
+            "method": spec.method,
+            "params": arguments,
+            "episode_id": self.episode["episode_id"],  # a new session carries on this episode
+        }
+        result = self._send(lambda c: c.step(action))
         obs = result.observation
         self.total += result.reward or 0.0
         self.done = bool(obs.done)

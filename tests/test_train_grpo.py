@@ -42,8 +42,6 @@ if os.environ.get("COMPANYOS_REQUIRE_TRAIN") != "1" and not (
         "the train extra is not installed: pip install -e '.[train]'", allow_module_level=True
     )
 
-pytestmark = needs_real_model
-
 
 def example_module():
     spec = importlib.util.spec_from_file_location("train_grpo", ROOT / "examples/train_grpo.py")
@@ -63,6 +61,30 @@ def runs(mask: list[int]) -> list[tuple[int, int, int]]:
     return out
 
 
+def test_an_environment_outlives_the_servers_idle_timeout(tmp_path):
+    """A training step can take longer than the server keeps an idle session: the rollout's
+    environment opens a new one and carries on the same episode (no model needed)."""
+    import time
+
+    module = example_module()
+    with running_server(sqlite_url(tmp_path / "s.db"), "--session-timeout", "1") as url:
+        env = module.environment_factory(url, 5)()
+        task = env.reset(instance="expense_report-d0-s3")
+        assert task.startswith("Task:")
+        first = json.loads(env.ticketdesk_list_tickets())
+        time.sleep(3)  # the server closes the idle session
+        second = json.loads(env.ticketdesk_list_tickets())
+        assert first["steps_remaining"] - 1 == second["steps_remaining"]
+        assert env.episode["calls"] == env.episode["valid_calls"] == 2
+        stored = httpx.get(f"{url}/episodes/{env.episode['episode_id']}").json()
+        assert stored["steps"] == 2 and stored["agent"] == "grpo"
+        assert "reward" not in first and "progress" not in first  # the agent's view only
+        env.reset(instance="expense_report-d0-s3")  # a new session again, after the sleep
+        time.sleep(3)
+        assert "steps_remaining" in json.loads(env.datahub_list_metrics())
+
+
+@needs_real_model
 @pytest.mark.timeout(3600)  # minutes of CPU on a shared machine
 def test_grpo_trains_smollm2_on_rewards_from_real_episodes(tmp_path):
     from transformers import AutoTokenizer
