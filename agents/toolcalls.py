@@ -2,10 +2,12 @@
 action, an observation as the text a model reads, and every way a reply can go wrong as an
 action the environment logs as invalid.
 
-Shared by the LLM agent (an OpenAI-compatible endpoint with native tool calling) and the GRPO
-example (a local model whose text is parsed for Hermes-style ``<tool_call>`` blocks). The
-schemas are the MCP tools' own (`api.mcp.app_tools`, read from the one catalogue), so a model
-sees exactly what validates its call.
+Shared by the LLM agent (an OpenAI-compatible endpoint, with or without a tool parser) and the
+GRPO example. The schemas are the MCP tools' own (`api.mcp.app_tools`, read from the one
+catalogue), so a model sees exactly what validates its call. A call written in the reply's text
+(a server with no tool parser for the model) is read in the forms open models write: Hermes
+``<tool_call>`` blocks, JSON objects (bare or in a ```json fence), Llama's ``<function=...>``
+and function-call syntax ``tool(a="x")``.
 
 Junk never raises: it becomes a call to the pseudo-app ``llm`` (``no_tool_call``,
 ``api_error``, ...) whose parameters say what came back. The environment refuses it like any
@@ -15,8 +17,10 @@ every reply the model got wrong and analytics can count them by kind.
 
 from __future__ import annotations
 
+import ast
 import json
 import re
+from dataclasses import dataclass
 from typing import Any
 
 from companyos.api.mcp import app_tools, tool_result
@@ -118,20 +122,201 @@ def result_message(obs: CompanyOSObservation, note: str | None = None) -> str:
     return json.dumps(body, default=str)
 
 
-_TOOL_CALL = re.compile(r"<tool_call>\s*(.*?)\s*</tool_call>", re.S)
+def arguments_json(arguments: Any) -> str:
+    """A call's arguments as the JSON text of an object, what the conversation history holds
+    (chat templates and servers parse it back): a dict or JSON-object text as canonical JSON,
+    anything else as ``{}`` (the note answering the call says what was wrong with it)."""
+    if isinstance(arguments, str):
+        try:
+            arguments = json.loads(arguments) if arguments.strip() else {}
+        except ValueError:
+            return "{}"
+    return json.dumps(arguments if isinstance(arguments, dict) else {}, ensure_ascii=False)
+
+
+# ------------------------------------------------------------------ tool calls written in text
+#
+# A server without a tool parser for the model (or a model that ignores the template's format)
+# returns the call in the reply's text. These are the formats open models write, tried in
+# order; the first call found is the action.
+
+_HERMES = re.compile(r"<tool_call>\s*(.*?)\s*(?:</tool_call>|<\|im_end\|>|$)", re.S)
+"""Hermes / Qwen / SmolLM: ``<tool_call>{"name": ..., "arguments": ...}</tool_call>`` (an
+unclosed block at the end of a reply cut by max tokens counts too)."""
+_FUNCTION_TAG = re.compile(r"<function=([\w.\-]+)>\s*(.*?)\s*(?:</function>|$)", re.S)
+"""Llama 3.1's built-in form: ``<function=name>{...}</function>``."""
+_FENCE = re.compile(r"```(?:json|tool_call|tool)?\s*\n?(.*?)```", re.S)
+
+
+@dataclass(frozen=True, slots=True)
+class TextCall:
+    """A tool call found in a reply's text: the name as written, and its arguments (a dict,
+    or the raw text when they did not parse)."""
+
+    name: str
+    arguments: Any
+    format: str
+    """Which form it was written in (``hermes``, ``json``, ``fenced_json``, ``function``,
+    ``function_tag``): analytics can count what a model writes."""
+
+
+def _json_objects(text: str) -> list[Any]:
+    """Every JSON value that starts at a ``{`` or ``[`` in ``text`` and parses, outermost
+    first, left to right."""
+    decoder = json.JSONDecoder()
+    found, i = [], 0
+    while True:
+        starts = [j for j in (text.find("{", i), text.find("[", i)) if j != -1]
+        if not starts:
+            return found
+        start = min(starts)
+        try:
+            value, end = decoder.raw_decode(text, start)
+        except ValueError:
+            i = start + 1
+            continue
+        found.append(value)
+        i = end
+
+
+def _call_of(value: Any) -> tuple[str, Any] | None:
+    """(name, arguments) of a JSON value shaped like a call: ``{"name", "arguments"}`` (or
+    ``parameters``/``args``/``input``), OpenAI's ``{"function": {...}}``, the same wrapped in a
+    one-call list or under ``tool_calls``, or ``{"tool": name, ...}``."""
+    if isinstance(value, list) and value:
+        return _call_of(value[0])
+    if not isinstance(value, dict):
+        return None
+    if isinstance(value.get("tool_calls"), list):
+        return _call_of(value["tool_calls"])
+    if isinstance(value.get("function"), dict):
+        return _call_of(value["function"])
+    name = value.get("name", value.get("tool", value.get("tool_name")))
+    if not isinstance(name, str) or not name:
+        return None
+    for key in ("arguments", "parameters", "args", "input", "params"):
+        if key in value:
+            return name, value[key]
+    return name, {}
+
+
+def _python_call(text: str) -> TextCall | None:
+    """``tool_name(a="x", b=2)`` or ``tool_name({"a": "x"})`` for a known tool name (also
+    written ``app.method``), arguments read as Python literals (never evaluated)."""
+    names = "|".join(re.escape(n) for n in sorted(BY_NAME, key=len, reverse=True))
+    dotted = "|".join(re.escape(f"{s.app}.{s.method}") for s in BY_NAME.values())
+    for found in re.finditer(rf"\b({names}|{dotted})\s*\(", text):
+        name = found.group(1).replace(".", "_")
+        start = found.end() - 1
+        depth, end, quote, k = 0, None, "", start - 1
+        while k + 1 < len(text):
+            k += 1
+            ch = text[k]
+            if quote:
+                if ch == "\\":
+                    k += 1  # an escaped character, whatever it is
+                elif ch == quote:
+                    quote = ""
+            elif ch in "\"'":
+                quote = ch
+            elif ch in "([{":
+                depth += 1
+            elif ch in ")]}":
+                depth -= 1
+                if depth == 0:
+                    end = k
+                    break
+        if end is None:
+            continue
+        try:
+            node = ast.parse("f" + text[start : end + 1], mode="eval").body
+            assert isinstance(node, ast.Call)
+            if node.args:
+                if len(node.args) != 1 or node.keywords:
+                    continue
+                arguments = ast.literal_eval(node.args[0])
+            else:
+                arguments = {
+                    kw.arg: ast.literal_eval(kw.value) for kw in node.keywords if kw.arg is not None
+                }
+        except (SyntaxError, ValueError, AssertionError, TypeError, RecursionError):
+            continue
+        return TextCall(name, arguments, "function")
+    return None
+
+
+def find_text_call(text: str) -> TextCall | str | None:
+    """The first tool call written in ``text``; a string saying what was wrong when a block
+    meant as a call (a ``<tool_call>`` block) does not parse; None when there is no call."""
+    hermes = _HERMES.search(text)
+    if hermes is not None:
+        body = hermes.group(1)
+        for value in _json_objects(body):
+            call = _call_of(value)
+            if call is not None:
+                return TextCall(call[0], call[1], "hermes")
+        return f"the <tool_call> block is not a JSON object with a name: {clip(body, 200)!r}"
+    tag = _FUNCTION_TAG.search(text)
+    if tag is not None:
+        values = _json_objects(tag.group(2))
+        return TextCall(tag.group(1), values[0] if values else tag.group(2), "function_tag")
+    for fence in _FENCE.finditer(text):
+        for value in _json_objects(fence.group(1)):
+            call = _call_of(value)
+            if call is not None:
+                return TextCall(call[0], call[1], "fenced_json")
+    for value in _json_objects(text):
+        call = _call_of(value)
+        if call is not None:
+            return TextCall(call[0], call[1], "json")
+    return _python_call(text)
 
 
 def parse_text_tool_call(text: str) -> tuple[dict[str, Any], str | None]:
-    """The action of the first Hermes-style ``<tool_call>{"name": ..., "arguments": ...}
-    </tool_call>`` block in generated text (the format of Qwen2.5 and other open chat models),
-    or a logged invalid action when there is none or it does not parse."""
-    found = _TOOL_CALL.search(text)
+    """The action of the first tool call written in ``text`` (any form `find_text_call`
+    reads), or a logged invalid action when there is none or it does not parse."""
+    found = find_text_call(text)
     if found is None:
-        return junk("no_tool_call", content=text), "Reply with one <tool_call> block."
-    try:
-        call = json.loads(found.group(1))
-    except ValueError as exc:
-        return junk("bad_tool_call", content=found.group(1), error=str(exc)), "Bad JSON."
-    if not isinstance(call, dict) or not isinstance(call.get("name"), str):
-        return junk("bad_tool_call", content=found.group(1)), 'Give {"name", "arguments"}.'
-    return action_for_call(call["name"], call.get("arguments"))
+        return junk("no_tool_call", content=text), NO_CALL_NOTE
+    if isinstance(found, str):
+        return junk("bad_tool_call", content=text, error=found), BAD_CALL_NOTE
+    return action_for_call(found.name.replace(".", "_"), found.arguments)
+
+
+NO_CALL_NOTE = (
+    "Your reply called no tool. Call exactly one tool, as "
+    '<tool_call>{"name": "...", "arguments": {...}}</tool_call>.'
+)
+BAD_CALL_NOTE = 'The tool call did not parse: write {"name": "...", "arguments": {...}}.'
+
+
+# ------------------------------------------------------------------ tools in the prompt
+
+TOOLS_PREAMBLE = """
+# Tools
+
+You may call one or more functions to assist with the user query.
+
+You are provided with function signatures within <tools></tools> XML tags:
+<tools>
+{tools}
+</tools>
+
+For each function call, return a json object with function name and arguments within \
+<tool_call></tool_call> XML tags:
+<tool_call>
+{{"name": <function-name>, "arguments": <args-json-object>}}
+</tool_call>"""
+
+
+def system_prompt_with_tools(tools: list[dict[str, Any]]) -> str:
+    """The system prompt with the tools described in it, in the Hermes form that Qwen2.5's
+    chat template renders (and the GRPO example trains with): for a server whose chat
+    template shows the model no tools."""
+    listing = "\n".join(json.dumps(t, ensure_ascii=False) for t in tools)
+    return SYSTEM_PROMPT + "\n" + TOOLS_PREAMBLE.format(tools=listing)
+
+
+def tool_response(content: str) -> str:
+    """A tool's answer as a user message, the way Qwen2.5's template renders a tool message."""
+    return f"<tool_response>\n{content}\n</tool_response>"

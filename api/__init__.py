@@ -1,10 +1,28 @@
-"""The in-process OpenEnv API (environment, wire models, episode aggregate)."""
+"""The in-process OpenEnv API (environment, wire models, episode aggregate).
+
+The names are imported lazily: `companyos.api.settings` and the other light modules must not
+pull in the OpenEnv server stack (gradio and all), which the command line pays for on every
+call otherwise (`companyos --help` included)."""
 
 from __future__ import annotations
 
-from .environment import CompanyOSEnvironment
-from .episode import Episode, EpisodeNotFound, ResetError
-from .models import CompanyOSAction, CompanyOSObservation, CompanyOSState
+from importlib import import_module
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from .environment import CompanyOSEnvironment
+    from .episode import Episode, EpisodeNotFound, ResetError
+    from .models import CompanyOSAction, CompanyOSObservation, CompanyOSState
+
+_EXPORTS = {
+    "CompanyOSAction": ".models",
+    "CompanyOSEnvironment": ".environment",
+    "CompanyOSObservation": ".models",
+    "CompanyOSState": ".models",
+    "Episode": ".episode",
+    "EpisodeNotFound": ".episode",
+    "ResetError": ".episode",
+}
 
 __all__ = [
     "CompanyOSAction",
@@ -15,3 +33,12 @@ __all__ = [
     "EpisodeNotFound",
     "ResetError",
 ]
+
+
+def __getattr__(name: str) -> Any:
+    module = _EXPORTS.get(name)
+    if module is None:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    value = getattr(import_module(module, __name__), name)
+    globals()[name] = value
+    return value

@@ -23,6 +23,17 @@ def pass_cells(s: Summary) -> list[str]:
     return [f"{p:.2f}" for p in s.pass_k]
 
 
+def pct_interval(ci: tuple[float, float]) -> str:
+    return f"{ci[0]:.0%}-{ci[1]:.0%}"
+
+
+def pass_cells_ci(s: Summary) -> list[str]:
+    """pass^k beside its bootstrap interval."""
+    return [
+        f"{p:.2f} ({lo:.2f}-{hi:.2f})" for p, (lo, hi) in zip(s.pass_k, s.pass_k_ci, strict=True)
+    ]
+
+
 def console_tables(rep: Report) -> list[Any]:
     """One rich table per agent: every (family, difficulty) cell, then every difficulty and
     the whole run."""
@@ -39,6 +50,7 @@ def console_tables(rep: Report) -> list[Any]:
             "d",
             "n",
             "success",
+            "95% CI",
             "return",
             "steps",
             *(f"pass^{j}" for j in range(1, k + 1)),
@@ -53,6 +65,7 @@ def console_tables(rep: Report) -> list[Any]:
                 d,
                 str(s.episodes),
                 f"{s.success:.1%}",
+                pct_interval(s.success_ci),
                 f"{s.mean_return:+.2f}",
                 f"{s.mean_steps:.1f}",
                 *pass_cells(s)[:k],
@@ -71,13 +84,14 @@ def original_comparison(records: list[Record]) -> dict[str, Summary]:
     return {a: summarize([r for r in mine if r.agent == a]) for a in agents}
 
 
-def markdown(rep: Report, records: list[Record], command: str) -> str:
+def markdown(rep: Report, records: list[Record], command: str, note: str = "") -> str:
     agents = list(rep)
     difficulties = sorted({r.difficulty for r in records})
     families = list(dict.fromkeys(r.family for r in records))
     lines = [
         f"`{command}`",
         "",
+        *([note, ""] if note else []),
         "Success rate per family and difficulty:",
         "",
         "| family | " + " | ".join(f"{a} d{d}" for a in agents for d in difficulties) + " |",
@@ -100,19 +114,23 @@ def markdown(rep: Report, records: list[Record], command: str) -> str:
     lines += ["| **all** | " + " | ".join(overall) + " |", ""]
     k = min(len(rep[a]["all"].pass_k) for a in agents)
     lines += [
-        f"Per difficulty (success / mean return / mean steps; pass^1..pass^{k}):",
+        f"Per difficulty (success with its Wilson 95% interval, mean return, mean steps, model "
+        f"tokens; pass^1..pass^{k} with bootstrap 95% intervals over instances):",
         "",
-        "| agent | d | episodes | success | return | steps | "
+        "| agent | d | episodes | success | 95% CI | return | steps | tokens | "
         + " | ".join(f"pass^{j}" for j in range(1, k + 1))
         + " |",
-        "|---|---:|---:|---:|---:|---:|" + "---:|" * k,
+        "|---|---:|---:|---:|---:|---:|---:|---:|" + "---:|" * k,
     ]
     for a in agents:
         rows = [(str(d), s) for d, s in rep[a]["difficulty"].items()] + [("all", rep[a]["all"])]
         for d, s in rows:
             lines.append(
-                f"| {a} | {d} | {s.episodes} | {s.success:.1%} | {s.mean_return:+.2f} | "
-                f"{s.mean_steps:.1f} | " + " | ".join(pass_cells(s)[:k]) + " |"
+                f"| {a} | {d} | {s.episodes} | {s.success:.1%} | {pct_interval(s.success_ci)} | "
+                f"{s.mean_return:+.2f} | {s.mean_steps:.1f} | "
+                f"{s.prompt_tokens + s.completion_tokens or '-'} | "
+                + " | ".join(pass_cells_ci(s)[:k])
+                + " |"
             )
     original = original_comparison(records)
     if original:
@@ -174,7 +192,13 @@ def write_results(
     rep = report(records)
     written = {"json": out / "results.json", "markdown": out / "results.md"}
     written["json"].write_text(json.dumps(results_json(config, rep, records), indent=2) + "\n")
-    written["markdown"].write_text(markdown(rep, records, config["command"]))
+    note = ""
+    if config.get("interrupted"):
+        note = (
+            f"**Interrupted**: {len(records)} of {config.get('planned')} episodes; the "
+            "intervals are those of what was played."
+        )
+    written["markdown"].write_text(markdown(rep, records, config["command"], note))
     if plots:
         from .eval_plots import plot_returns, plot_success
 

@@ -1,13 +1,22 @@
 """`companyos eval`: play agents on a suite's instances and report success, return, steps and
-pass^k, with a live progress bar, a results table, a JSON results file and PNG plots."""
+pass^k with 95% intervals, with a live progress bar, a results table, a JSON results file and
+PNG plots.
+
+Every episode is written to OUT/episodes.jsonl the moment it ends (its record, the model's
+tokens, latency and raw replies), so nothing played is lost: Ctrl-C writes the results of what
+was done, and ``--resume`` plays only what is missing, refusing a run whose settings differ
+(OUT/run.json holds them)."""
 
 from __future__ import annotations
 
 import argparse
+import json
 import os
+import platform
 import shlex
 import sys
 import time
+from importlib import metadata
 from pathlib import Path
 from typing import Any
 
@@ -27,7 +36,8 @@ agents:
   naive    does what the task text says and ignores chaos (privileged: reads the world)
   honest   a careful solver that sees only what an agent sees (the proof of solvability)
   oracle   plans from the true world and handles every chaos kind (privileged)
-  llm      a model behind any OpenAI-compatible chat completions endpoint, native tool calls
+  llm      a model behind any OpenAI-compatible chat completions endpoint: native tool calls,
+           or calls written in the reply's text (Hermes blocks, JSON, call syntax)
 
 In-process (default) each worker is a process with its own environment over --store; with --url
 each worker is a thread with its own session on that server, which stores the episodes.
@@ -43,8 +53,14 @@ examples:
   companyos eval --agent llm --llm-url http://127.0.0.1:8001/v1 --model Qwen/Qwen2.5-7B-Instruct \\
       --family expense_report --difficulty 0,2 --per-cell 5 --trials 2
 
-writes OUT/results.json (config, summaries, every episode), OUT/results.md (the tables),
-OUT/success_by_difficulty.png and OUT/return_distribution.png.
+  companyos eval --agent llm --llm-url http://127.0.0.1:8001/v1 --model smollm2-135m \\
+      --per-cell 1 --difficulty 0 --max-steps 8 --max-tokens 128 --resume
+
+writes OUT/episodes.jsonl (every episode as it ends: record, tokens, latency, the model's raw
+replies), OUT/run.json (the settings), OUT/results.json (config, summaries with 95% intervals,
+every episode), OUT/results.md (the tables), OUT/success_by_difficulty.png and
+OUT/return_distribution.png. Ctrl-C stops after writing what was done (exit status 130);
+--resume then plays only the episodes still missing.
 """
 
 
@@ -108,6 +124,7 @@ def llm_settings(args: argparse.Namespace) -> Any:
         timeout=args.llm_timeout,
         max_retries=args.llm_retries,
         history=args.history,
+        tools_in_prompt=args.tools_in_prompt,
     )
 
 
@@ -144,10 +161,49 @@ def command_line(args: argparse.Namespace) -> str:
         ("--workers", args.workers, 1),
         ("--seed", args.seed, 0),
         ("--model", args.model, None),
+        ("--llm-url", args.llm_url, None),
+        ("--temperature", args.temperature if args.llm_url or args.model else 0.0, 0.0),
+        ("--max-tokens", args.max_tokens, None),
     ):
         if value != default:
             words += [flag, str(value)]
     return shlex.join(words)
+
+
+def versions() -> dict[str, str]:
+    """The versions that could change results (the environment, the client, Python)."""
+    out = {"python": platform.python_version(), "platform": platform.platform(terse=True)}
+    for package in ("companyos", "openenv-core", "openai", "pydantic"):
+        try:
+            out[package] = metadata.version(package)
+        except metadata.PackageNotFoundError:
+            out[package] = "not installed"
+    return out
+
+
+IDENTITY = ("agents", "labels", "instance_ids", "trials", "max_steps", "seed", "url", "llm")
+"""The settings that change what an episode does: a resumed run must have the same."""
+
+
+def read_log(path: Path) -> list[Any]:
+    """The records of an episode log; a last line cut short by a crash is dropped (and cut
+    from the file, so that appending goes on from a whole line)."""
+    from companyos.agents.stats import Record
+
+    if not path.exists():
+        return []
+    records, good = [], 0
+    with path.open("rb") as f:
+        for raw in f:
+            try:
+                records.append(Record.from_log(json.loads(raw)))
+            except (ValueError, TypeError):
+                break
+            good += len(raw)
+    if good != path.stat().st_size:
+        with path.open("r+b") as f:
+            f.truncate(good)
+    return records
 
 
 def run(args: argparse.Namespace) -> int:
@@ -155,6 +211,7 @@ def run(args: argparse.Namespace) -> int:
 
     from companyos.agents.harness import Setup, make_jobs, run_jobs
     from companyos.agents.registry import check_agent
+    from companyos.domain import instance_id
 
     from .eval_report import console_tables, report, write_results
 
@@ -193,58 +250,111 @@ def run(args: argparse.Namespace) -> int:
         agent_seed=args.seed,
         max_steps=args.max_steps,
     )
-    jobs = make_jobs(agents, instances, args.trials)
-    console = Console(stderr=True)
-    where = f"server {args.url}" if args.url else f"in-process, store {args.store}"
-    console.print(
-        f"{len(jobs)} episodes: {', '.join(agents)} x {len(instances)} instances x "
-        f"{args.trials} trial(s); {where}; {args.workers} worker(s)"
-    )
-    started = time.perf_counter()
-    try:
-        records = _play(jobs, setup, args.workers, agents, console, run_jobs)
-    except (ConnectionError, OSError) as exc:
-        raise EvalError(
-            f"lost the connection to {args.url or args.store} ({exc}); nothing was lost that "
-            "was stored: the episodes played so far are in the log"
-        ) from exc
-    elapsed = time.perf_counter() - started
-    # Workers finish in any order; report in the order asked for, whatever the parallelism.
-    order = {name: i for i, name in enumerate([*agents, *FAMILY_NAMES])}
-    records.sort(key=lambda r: (order[r.agent], order[r.family], r.difficulty, r.seed, r.trial))
-    rate = len(records) / elapsed if elapsed else 0.0
-    out = Console() if sys.stdout.isatty() else Console(width=120)  # a file has no width
-    for table in console_tables(report(records)):
-        out.print(table)
-    config = {
+    config: dict[str, Any] = {
         "command": command_line(args),
         "agents": agents,
         "labels": labels,
         "suite": None if args.instance else args.suite,
         "instances": len(instances),
+        "instance_ids": [instance_id(*i) for i in instances],
         "trials": args.trials,
         "workers": args.workers,
         "url": args.url,
         "store": None if args.url else args.store,
-        "llm": None if llm is None else {"base_url": llm.base_url, "model": llm.model},
+        "llm": None if llm is None else llm.as_config(),
         "max_steps": args.max_steps,
+        "seed": args.seed,
+        "versions": versions(),
+        "started_at": time.strftime("%Y-%m-%dT%H:%M:%S%z"),
+    }
+    out_dir = Path(args.out)
+    log_path, run_path = out_dir / "episodes.jsonl", out_dir / "run.json"
+    done: list[Any] = []
+    if args.resume and run_path.exists():
+        before = json.loads(run_path.read_text())
+        changed = [k for k in IDENTITY if before.get(k) != config.get(k)]
+        if changed:
+            raise EvalError(
+                f"--resume: {out_dir} holds a run with other settings ({', '.join(changed)}); "
+                "repeat its command (see run.json) or choose another --out"
+            )
+        config["started_at"] = before.get("started_at", config["started_at"])
+        done = read_log(log_path)
+    out_dir.mkdir(parents=True, exist_ok=True)
+    if not done:
+        log_path.write_text("")  # a new run: the log starts empty
+    run_path.write_text(json.dumps(config, indent=2) + "\n")
+    jobs = make_jobs(agents, instances, args.trials)
+    finished = {r.key for r in done}
+    todo = [j for j in jobs if (j.agent, j.family, j.difficulty, j.seed, j.trial) not in finished]
+    console = Console(stderr=True)
+    where = f"server {args.url}" if args.url else f"in-process, store {args.store}"
+    resumed = f" ({len(done)} done before, {len(todo)} to play)" if done else ""
+    console.print(
+        f"{len(jobs)} episodes: {', '.join(agents)} x {len(instances)} instances x "
+        f"{args.trials} trial(s); {where}; {args.workers} worker(s){resumed}"
+    )
+    started = time.perf_counter()
+    interrupted = False
+    new: list[Any] = []
+    try:
+        with log_path.open("a") as log:
+            _play(todo, setup, args.workers, agents, console, run_jobs, log, new)
+    except KeyboardInterrupt:
+        interrupted = True
+    except (ConnectionError, OSError) as exc:
+        raise EvalError(
+            f"lost the connection to {args.url or args.store} ({exc}); nothing was lost that "
+            f"was stored: the episodes played so far are in the log and in {log_path} "
+            "(--resume goes on from there)"
+        ) from exc
+    elapsed = time.perf_counter() - started
+    records = done + new
+    # Workers finish in any order; report in the order asked for, whatever the parallelism.
+    order = {name: i for i, name in enumerate([*agents, *FAMILY_NAMES])}
+    records.sort(key=lambda r: (order[r.agent], order[r.family], r.difficulty, r.seed, r.trial))
+    rate = len(new) / elapsed if elapsed else 0.0
+    out = Console() if sys.stdout.isatty() else Console(width=120)  # a file has no width
+    if records:
+        for table in console_tables(report(records)):
+            out.print(table)
+    config |= {
         "episodes": len(records),
+        "planned": len(jobs),
+        "interrupted": interrupted,
         "seconds": round(elapsed, 3),
         "episodes_per_second": round(rate, 2),
         "finished_at": time.strftime("%Y-%m-%dT%H:%M:%S%z"),
     }
-    written = write_results(Path(args.out), config, records, plots=not args.no_plots)
+    if not records:
+        out.print(f"interrupted before any episode ended; nothing to report ({log_path})")
+        return 130
+    written = write_results(out_dir, config, records, plots=not args.no_plots and not interrupted)
     out.print(
-        f"{len(records)} episodes in {elapsed:.1f} s ({rate:.1f} episodes/s, "
-        f"{args.workers} worker(s)); " + ", ".join(str(p) for p in written.values())
+        f"{len(new)} episodes in {elapsed:.1f} s ({rate:.1f} episodes/s, "
+        f"{args.workers} worker(s)); " + ", ".join(str(p) for p in [log_path, *written.values()])
     )
+    if interrupted:
+        out.print(
+            f"interrupted: {len(records)} of {len(jobs)} episodes done and written; "
+            "the same command with --resume plays the rest"
+        )
+        return 130
     return 0
 
 
 def _play(
-    jobs: list[Any], setup: Any, workers: int, agents: list[str], console: Any, run_jobs: Any
-) -> list[Any]:
-    """Run the jobs under a progress bar per agent with its live success rate."""
+    jobs: list[Any],
+    setup: Any,
+    workers: int,
+    agents: list[str],
+    console: Any,
+    run_jobs: Any,
+    log: Any,
+    records: list[Any],
+) -> None:
+    """Run the jobs under a progress bar per agent with its live success rate; each record is
+    appended to ``records`` and written to ``log`` (one JSON line, flushed) as it comes."""
     from rich.progress import (
         BarColumn,
         MofNCompleteColumn,
@@ -254,8 +364,9 @@ def _play(
         TimeRemainingColumn,
     )
 
-    records = []
     wins = dict.fromkeys(agents, 0)
+    if not jobs:
+        return
     results = run_jobs(jobs, setup, workers)  # workers start before the progress bar's thread
     with Progress(
         TextColumn("{task.description:>10}"),
@@ -270,11 +381,12 @@ def _play(
             a: progress.add_task(a, total=sum(j.agent == a for j in jobs), rate="-") for a in agents
         }
         for record in results:
+            log.write(json.dumps(record.log_line(), default=str) + "\n")
+            log.flush()
             records.append(record)
             wins[record.agent] += record.success
             done = progress.tasks[bars[record.agent]].completed + 1
             progress.update(bars[record.agent], advance=1, rate=f"{wins[record.agent] / done:6.1%}")
-    return records
 
 
 def add_parser(sub: Any) -> None:
@@ -357,6 +469,12 @@ def add_parser(sub: Any) -> None:
     llm.add_argument(
         "--history", type=int, default=None, help="turns of conversation kept (default: all)"
     )
+    llm.add_argument(
+        "--tools-in-prompt",
+        action="store_true",
+        help="describe the tools in the system prompt and read calls from the text (for a "
+        "model whose chat template shows it no tools)",
+    )
     out = p.add_argument_group("output")
     out.add_argument(
         "--out",
@@ -364,4 +482,9 @@ def add_parser(sub: Any) -> None:
         help=f"directory for results and plots (default {DEFAULT_OUT})",
     )
     out.add_argument("--no-plots", action="store_true", help="skip the PNG plots")
+    out.add_argument(
+        "--resume",
+        action="store_true",
+        help="play only the episodes OUT/episodes.jsonl does not hold yet (same settings)",
+    )
     p.set_defaults(run=run)

@@ -79,8 +79,9 @@ def respond(reply: tuple[Any, ...]) -> tuple[int, str, bytes]:
         body = completion({"role": "assistant", "content": reply[1]})
     elif kind == "empty":
         body = {**completion({"role": "assistant", "content": ""}), "choices": []}
-    elif kind == "status":
-        error = {"error": {"message": "scripted failure", "type": "server_error"}}
+    elif kind == "status":  # ("status", code) or ("status", code, message)
+        message = reply[2] if len(reply) > 2 else "scripted failure"
+        error = {"error": {"message": message, "type": "server_error"}}
         return reply[1], "application/json", json.dumps(error).encode()
     elif kind == "garbage":
         return 200, "text/html", b"<html>a proxy's error page</html>"

@@ -176,7 +176,9 @@ def test_the_llm_agent_through_eval(tmp_path):
         )
     [episode] = res["episodes"]
     assert episode["outcome"] == "success" and episode["steps"] == len(actions)
-    assert res["config"]["llm"] == {"base_url": url, "model": "scripted"}
+    assert res["config"]["llm"]["base_url"] == url and res["config"]["llm"]["model"] == "scripted"
+    assert res["config"]["llm"]["temperature"] == 0.0 and res["config"]["versions"]["python"]
+    assert episode["requests"] == len(actions) and episode["prompt_tokens"] == len(actions)
     sql = SQLEventStore(store)
     try:
         assert sql.read(episode["episode_id"])[0].event.agent == "llm:scripted"

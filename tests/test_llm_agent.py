@@ -196,3 +196,101 @@ def test_a_refused_first_request_stops_with_a_message():
         env = CompanyOSEnvironment()
         with pytest.raises(EndpointRefused, match="check --model, the API key"):
             play(env, agent_for(url), **INSTANCE)
+
+
+@pytest.mark.parametrize(
+    ("text", "call"),
+    [
+        (
+            '<tool_call>\n{"name": "ticketdesk_get_ticket", "arguments": {"ticket_id": "T"}}\n',
+            ("get_ticket", {"ticket_id": "T"}),  # cut by max tokens before </tool_call>
+        ),
+        (
+            'Sure.\n```json\n{"name": "datahub_query_metric", "parameters": {"metric": "m"}}\n```',
+            ("query_metric", {"metric": "m"}),
+        ),
+        (
+            'I will call {"function": {"name": "datahub_list_metrics", "arguments": "{}"}}.',
+            ("list_metrics", {}),
+        ),
+        ('[{"name": "ticketdesk_list_tickets", "arguments": {}}]', ("list_tickets", {})),
+        ('ticketdesk_get_ticket(ticket_id="T-1)")', ("get_ticket", {"ticket_id": "T-1)"})),
+        ("ticketdesk.get_ticket({'ticket_id': 'T'})", ("get_ticket", {"ticket_id": "T"})),
+        ('<function=datahub_list_metrics>{"a": 1}</function>', ("list_metrics", {"a": 1})),
+    ],
+)
+def test_calls_written_in_the_text_in_every_common_form(text, call):
+    action, note = parse_text_tool_call(text)
+    assert (action["method"], action["params"]) == call and note is None
+
+
+def test_a_server_without_a_tool_parser_sends_the_call_in_text():
+    """The call comes back as text: it is read, the request asked for one call a step, and the
+    history keeps the reply as written with the result as a tool response."""
+    script = [
+        ("text", '<tool_call>{"name": "ticketdesk_list_tickets", "arguments": {}}</tool_call>'),
+        ("text", "ticketdesk_get_ticket(ticket_id='nope')"),
+        ("text", "I am not sure what to do."),
+    ]
+    with fake_endpoint(script) as (url, fake):
+        env = CompanyOSEnvironment()
+        agent = agent_for(url)
+        play(env, agent, max_steps=3, **INSTANCE)
+    steps = steps_of(env)
+    assert [(s["app"], s["method"]) for s in steps] == [
+        ("ticketdesk", "list_tickets"),
+        ("ticketdesk", "get_ticket"),
+        ("llm", "no_tool_call"),
+    ]
+    assert steps[0]["invalid"] is None and steps[1]["params"] == {"ticket_id": "nope"}
+    first = fake.requests[0]
+    assert first["parallel_tool_calls"] is False and first["tool_choice"] == "auto"
+    assert len(first["tools"]) == len(function_tools())
+    history = fake.requests[-1]["messages"]
+    assert history[2] == {"role": "assistant", "content": script[0][1]}
+    assert history[3]["role"] == "user" and history[3]["content"].startswith("<tool_response>")
+    assert [e["text_call"] for e in agent.transcript[:2]] == ["hermes", "function"]
+    assert agent.transcript[2]["content"] == "I am not sure what to do."
+    for entry in agent.transcript:
+        assert entry["latency_s"] >= 0 and entry["prompt_tokens"] == 1
+
+
+def test_the_history_holds_arguments_as_json():
+    script = [tool("ticketdesk_get_ticket", '{"ticket_id": '), tool("datahub_list_metrics")]
+    with fake_endpoint(script) as (url, fake):
+        play(CompanyOSEnvironment(), agent_for(url), max_steps=2, **INSTANCE)
+    call = fake.requests[-1]["messages"][2]["tool_calls"][0]["function"]
+    assert call["name"] == "ticketdesk_get_ticket" and json.loads(call["arguments"]) == {}
+    assert "not valid JSON" in json.loads(fake.requests[-1]["messages"][3]["content"])["note"]
+
+
+def test_tools_in_the_prompt_for_a_template_that_shows_none():
+    script = [("text", '<tool_call>{"name": "datahub_list_metrics", "arguments": {}}</tool_call>')]
+    with fake_endpoint(script) as (url, fake):
+        env = CompanyOSEnvironment()
+        play(env, agent_for(url, tools_in_prompt=True), max_steps=2, **INSTANCE)
+    first = fake.requests[0]
+    assert "tools" not in first and "parallel_tool_calls" not in first
+    system = first["messages"][0]["content"]
+    assert "<tools>" in system and '"name": "ticketdesk_get_ticket"' in system
+    assert steps_of(env)[0]["method"] == "list_metrics"
+    answer = fake.requests[-1]["messages"][3]["content"]
+    assert answer.startswith("<tool_response>\n") and answer.endswith("\n</tool_response>")
+    body = json.loads(answer.removeprefix("<tool_response>").removesuffix("</tool_response>"))
+    # Nothing of the grader reaches the model: the tool's answer, the message, the budget.
+    assert not {"reward", "return", "total_return", "progress", "milestones"} & set(body)
+    assert body["data"] and "steps_remaining" in body
+
+
+def test_a_server_that_refuses_optional_fields_is_asked_without_them():
+    script = [
+        ("status", 422, "Unsupported fields in the request: {'parallel_tool_calls'}"),
+        tool("datahub_list_metrics"),
+        tool("datahub_list_metrics"),
+    ]
+    with fake_endpoint(script) as (url, fake):
+        env = CompanyOSEnvironment()
+        play(env, agent_for(url + "/"), max_steps=2, **INSTANCE)
+    assert "parallel_tool_calls" in fake.requests[0]
+    assert all("parallel_tool_calls" not in r for r in fake.requests[1:])
+    assert [s["invalid"] for s in steps_of(env)] == [None, None]
