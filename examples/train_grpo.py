@@ -123,6 +123,7 @@ class CompanyOSToolEnv:
         self.client = self._connect()
         self.episode: dict[str, Any] = {}
         self.total = 0.0
+        self.budget = 0
         self.done = True
 
     def _connect(self) -> Any:
@@ -154,6 +155,7 @@ class CompanyOSToolEnv:
             options["max_steps"] = self.max_steps
         obs = self._send(lambda c: c.reset(agent=self.label, **options)).observation
         self.total, self.done = 0.0, bool(obs.done)
+        self.budget = int(obs.max_steps)
         self.episode = {
             "episode_id": obs.episode_id,
             "instance": instance_id(family, difficulty, seed),
@@ -167,9 +169,10 @@ class CompanyOSToolEnv:
     def get_reward(self) -> float:
         """The episode's return: the sum of the step rewards the server computed from the log.
         A rollout that stops before its episode ends leaves it, and scores the profile's
-        abandonment term as the episode summary does (stopping early must not pay)."""
+        abandonment term (with the step cost of the budget it leaves) as the episode summary
+        does: stopping early must not pay."""
         if not self.done:
-            return self.total + PROFILES["default"].abandon
+            return self.total + PROFILES["default"].abandoned(self.episode["steps"], self.budget)
         return self.total
 
     def _call(self, name: str, arguments: dict[str, Any]) -> str:

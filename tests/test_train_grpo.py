@@ -140,8 +140,13 @@ def test_grpo_trains_smollm2_on_rewards_from_real_episodes(tmp_path):
             assert stored["agent"] == "grpo"
             assert stored["steps"] == r["steps"] == r["calls"]
             # A rollout that stopped early left its episode, which the summary charges the
-            # abandonment term, as the trainer's reward did.
-            left = PROFILES["default"].abandon if stored["outcome"] == "abandoned" else 0.0
+            # abandonment term (and the step cost of the budget it left), as the trainer's
+            # reward did.
+            left = (
+                PROFILES["default"].abandoned(stored["steps"], stored["max_steps"])
+                if stored["outcome"] == "abandoned"
+                else 0.0
+            )
             assert stored["total_return"] == pytest.approx(r["return"] + left)
             events = httpx.get(f"{url}/episodes/{r['episode_id']}/events").json()["events"]
             refused = sum(e["type"] == "InvalidAction" for e in events)
