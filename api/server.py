@@ -20,9 +20,12 @@ from contextlib import asynccontextmanager, suppress
 from typing import Any
 
 from fastapi import FastAPI, Request
-from fastapi.responses import JSONResponse
+from fastapi.exception_handlers import http_exception_handler
+from fastapi.exceptions import RequestValidationError
+from fastapi.responses import JSONResponse, Response
 from openenv.core.env_server.http_server import create_app
 from openenv.core.env_server.types import ConcurrencyConfig
+from starlette.exceptions import HTTPException
 from starlette.websockets import WebSocketDisconnect
 from uvicorn.protocols.utils import ClientDisconnected
 
@@ -37,6 +40,7 @@ from .auth import ApiKeyGuard
 from .cache import EpisodeCache
 from .environment import CompanyOSEnvironment
 from .episode import EpisodeExists, EpisodeNotFound, ResetError
+from .inputs import HostileInput, safe_json
 from .mcp import standard_server
 from .models import CompanyOSObservation, CompanyOSWireAction
 from .openapi import document
@@ -130,6 +134,17 @@ def _replay(messages: list[dict[str, Any]], receive: Any) -> Any:
     return replayed
 
 
+def jsonable(errors: Any) -> Any:
+    """pydantic's error list as JSON-shaped values (FastAPI's encoder, which may fail on what
+    a client sent: then the values are made printable first)."""
+    from fastapi.encoders import jsonable_encoder
+
+    try:
+        return jsonable_encoder(errors)
+    except (ValueError, TypeError, RecursionError):
+        return safe_json(errors)
+
+
 def _error(status: int, message: str) -> JSONResponse:
     return JSONResponse({"detail": message}, status_code=status)
 
@@ -207,6 +222,17 @@ def build_app(settings: Settings | None = None) -> FastAPI:
     async def _not_found(request: Request, exc: EpisodeNotFound) -> JSONResponse:
         return _error(404, str(exc))
 
+    @app.exception_handler(HTTPException)
+    async def _http_error(request: Request, exc: HTTPException) -> Response:
+        # OpenEnv's /step puts pydantic's errors, with the value sent, in the detail: make
+        # anything JSON cannot carry printable rather than fail to answer (a 500).
+        exc.detail = safe_json(exc.detail)
+        return await http_exception_handler(request, exc)
+
+    @app.exception_handler(RequestValidationError)
+    async def _invalid(request: Request, exc: RequestValidationError) -> JSONResponse:
+        return JSONResponse({"detail": safe_json(jsonable(exc.errors()))}, status_code=422)
+
     @app.exception_handler(StoreError)
     async def _store_error(request: Request, exc: StoreError) -> JSONResponse:
         # StoreError texts name the failure's kind only (never the URL, a path or the SQL).
@@ -215,6 +241,7 @@ def build_app(settings: Settings | None = None) -> FastAPI:
     document(app, api_key=bool(settings.api_key), max_episode_steps=settings.max_episode_steps)
     if settings.agent_key:  # inside the body limit: it reads a /reset body
         app.add_middleware(AgentSurface)  # type: ignore[arg-type]
+    app.add_middleware(HostileInput)  # type: ignore[arg-type]
     app.add_middleware(BodyLimit, limit=settings.max_body_bytes)  # type: ignore[arg-type]
     app.add_middleware(QuietDisconnects)  # type: ignore[arg-type]
     app.add_middleware(SingleValuedQuery, openapi=app.openapi)  # type: ignore[arg-type]

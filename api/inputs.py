@@ -1,0 +1,202 @@
+"""The boundary of the server for text and numbers (`domain.inputs` says what is refused and
+why): every HTTP request's path, query string and JSON body, and every `/ws` and `/mcp`
+WebSocket frame, is checked before any handler, validator or store sees it.
+
+A value no part of the system can keep or send back (a lone surrogate, a NUL, NaN, an infinity,
+a number beyond a float or a 64-bit integer) gets a 422 (an error frame on a socket) that says
+where it is and what is wrong, quoting nothing of it. Without this each layer met such values
+its own way: pydantic's 422 echoed the value and could not be written as JSON (a 500), stores
+raised driver errors (a 500, or a 503 that read as an outage), messages quoting them could not
+be encoded.
+
+One subtree is let through: a tool call's own arguments (``params`` of a `/step` action or of a
+batch item, ``arguments`` of an MCP call). Bad arguments are the agent's mistake, judged by the
+environment with the same checks (`domain.limits.clean_params`) and recorded as an invalid
+action with a message and a penalty, as over every other way in.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable
+from typing import Any
+from urllib.parse import parse_qsl
+
+from companyos.domain.inputs import Hostile, hostile, number_problem, printable, text_problem
+
+from .asgi import send_json
+
+Where = tuple[str | int, ...]
+
+
+def _agent_arguments(where: Where) -> bool:
+    """``params``/``arguments`` of a `/step` action, of a batch item, or of an MCP call."""
+    if not where or where[-1] not in ("params", "arguments"):
+        return False
+    if where[-2:] == ("params", "arguments"):  # an MCP message over /ws
+        return True
+    head = where[:-1]
+    return head in ((), ("action",), ("data",)) or (
+        len(head) >= 2 and head[-2] == "batch" and isinstance(head[-1], int)
+    )
+
+
+def _tool_arguments(where: Where) -> bool:
+    """``params.arguments`` of a JSON-RPC call (alone or in a JSON-RPC batch)."""
+    return where[-2:] == ("params", "arguments") and len(where) <= 3
+
+
+def skip_for(path: str) -> Callable[[Where], bool] | None:
+    """Which subtrees of a body to ``path`` are the environment's to judge."""
+    if path in ("/step", "/ws"):
+        return _agent_arguments
+    if path == "/mcp" or path.startswith("/mcp-server"):
+        return _tool_arguments
+    return None
+
+
+def parse(body: bytes | str) -> tuple[bool, Any]:
+    """(True, value) when ``body`` is JSON as Python reads it (NaN and Infinity included, as
+    Python clients send them), else (False, None): the route explains its own parse errors."""
+    try:
+        return True, json.loads(body)
+    except (ValueError, RecursionError):  # not JSON, not UTF-8, too deep, too many digits
+        return False, None
+
+
+def find(value: Any, skip: Callable[[Where], bool] | None) -> Hostile | None:
+    """`domain.inputs.hostile` with the subtrees ``skip`` names left out."""
+    if skip is None:
+        return hostile(value)
+    return _walk(value, (), skip)
+
+
+def _walk(value: Any, where: Where, skip: Callable[[Where], bool]) -> Hostile | None:
+    if where and skip(where):
+        return None
+    if isinstance(value, dict):
+        flat = {k: v for k, v in value.items() if not isinstance(v, dict | list)}
+        found = hostile(flat)
+        if found is not None:
+            return Hostile(where + found.where, found.problem)
+        for k, v in value.items():
+            if isinstance(v, dict | list):
+                found = _walk(v, (*where, k), skip)
+                if found is not None:
+                    return found
+        return None
+    if isinstance(value, list):
+        for i, v in enumerate(value):
+            found = _walk(v, (*where, i), skip)
+            if found is not None:
+                return found
+        return None
+    found = hostile(value)
+    return None if found is None else Hostile(where, found.problem)
+
+
+def refusal(found: Hostile, top: str) -> dict[str, Any]:
+    return {
+        "detail": [
+            {
+                "type": "invalid_input",
+                "loc": [top, *found.where],
+                "msg": f"{found.describe(top)}; nothing was done",
+            }
+        ]
+    }
+
+
+class HostileInput:
+    """ASGI middleware; sits inside the body limit, which has already buffered the body."""
+
+    def __init__(self, app: Any) -> None:
+        self.app = app
+
+    async def __call__(self, scope: dict[str, Any], receive: Any, send: Any) -> None:
+        if scope["type"] != "http":
+            await self.app(scope, receive, send)
+            return
+        problem = _url_problem(scope)
+        if problem is not None:
+            await send_json(send, 422, problem)
+            return
+        chunks: list[bytes] = []
+        more, messages = True, []
+        while more:
+            message = await receive()
+            messages.append(message)
+            if message["type"] != "http.request":
+                break
+            chunks.append(message.get("body", b""))
+            more = message.get("more_body", False)
+        body = b"".join(chunks)
+        if body[:1] in (b"{", b"[") or body.lstrip()[:1] in (b"{", b"["):
+            ok, value = parse(body)
+            if ok:
+                found = find(value, skip_for(scope["path"]))
+                if found is not None:
+                    await send_json(send, 422, refusal(found, "body"))
+                    return
+        pending = [{"type": "http.request", "body": body}] if more is False else messages
+
+        async def replayed() -> Any:
+            return pending.pop(0) if pending else await receive()
+
+        await self.app(scope, replayed, send)
+
+
+def _url_problem(scope: dict[str, Any]) -> dict[str, Any] | None:
+    path = scope.get("path", "")
+    problem = text_problem(path)
+    if problem is not None:
+        detail = {"type": "invalid_input", "loc": ["path"], "msg": f"the path {problem}"}
+        return {"detail": [detail]}
+    query = scope.get("query_string", b"")
+    if query:
+        for name, value in parse_qsl(query.decode("latin-1"), keep_blank_values=True):
+            for part, text in (("name", name), ("value", value)):
+                problem = text_problem(text)
+                if problem is not None:
+                    return {
+                        "detail": [
+                            {
+                                "type": "invalid_input",
+                                "loc": ["query"],
+                                "msg": f"a query parameter's {part} {problem}",
+                            }
+                        ]
+                    }
+    return None
+
+
+def frame_problem(path: str, text: str) -> str | None:
+    """Why a WebSocket text frame to ``path`` carries a value nobody can keep, or None."""
+    ok, value = parse(text)
+    if not ok:
+        return None
+    found = find(value, skip_for(path))
+    return None if found is None else f"{found.describe()}; nothing was done"
+
+
+def safe_json(value: Any, depth: int = 0) -> Any:
+    """``value`` with everything a JSON writer or a UTF-8 encoder refuses made printable: for
+    error details that quote what a client sent (pydantic's ``input`` and ``ctx``)."""
+    if value is None or isinstance(value, bool):
+        return value
+    if isinstance(value, str):
+        return value if text_problem(value) is None else printable(value)
+    if isinstance(value, int | float):
+        return value if number_problem(value) is None else printable(value)
+    if depth > 32:
+        return printable(value)
+    if isinstance(value, dict):
+        return {
+            (k if isinstance(k, str) and text_problem(k) is None else printable(k)): safe_json(
+                v, depth + 1
+            )
+            for k, v in value.items()
+        }
+    if isinstance(value, list | tuple):
+        return [safe_json(v, depth + 1) for v in value]
+    return printable(value)
