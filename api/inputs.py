@@ -22,7 +22,14 @@ from collections.abc import Callable
 from typing import Any
 from urllib.parse import parse_qsl
 
-from companyos.domain.inputs import Hostile, hostile, number_problem, printable, text_problem
+from companyos.domain.inputs import (
+    Hostile,
+    hostile,
+    number_problem,
+    printable,
+    printable_key,
+    text_problem,
+)
 
 from .asgi import send_json
 
@@ -75,13 +82,17 @@ def _walk(value: Any, where: Where, skip: Callable[[Where], bool]) -> Hostile | 
     if where and skip(where):
         return None
     if isinstance(value, dict):
-        flat = {k: v for k, v in value.items() if not isinstance(v, dict | list)}
+        flat = {
+            k: v
+            for k, v in value.items()
+            if not isinstance(v, dict | list) and not skip((*where, printable_key(k)))
+        }
         found = hostile(flat)
         if found is not None:
             return Hostile(where + found.where, found.problem)
         for k, v in value.items():
             if isinstance(v, dict | list):
-                found = _walk(v, (*where, k), skip)
+                found = _walk(v, (*where, printable_key(k)), skip)
                 if found is not None:
                     return found
         return None
