@@ -337,7 +337,7 @@ class CompanyOSEnvironment(Environment[CompanyOSAction, CompanyOSObservation, Co
         # was stale (another process stepped it), the append refuses and we decide again on the
         # fresh one. A session's own episode, or a call that states the step it expects, gets
         # the conflict back instead: its caller decided on what it last saw.
-        retries = 1 if episode_id is not None and expected_step is None else 0
+        retries = RETRIES if episode_id is not None and expected_step is None else 0
         reloaded = False
         while True:
             snapshot = episode.snapshot
@@ -514,6 +514,11 @@ class CompanyOSEnvironment(Environment[CompanyOSAction, CompanyOSObservation, Co
             }
         )
 
+
+RETRIES = 4
+"""Times a call naming its episode (without expected_step) is decided again after losing the
+append to a simultaneous step: each loss means another step won, so this only runs out when
+five others won in between."""
 
 MAX_BATCH = 1024
 """Calls (or resets) in one batch."""
