@@ -49,6 +49,7 @@ from .params import EmptyMeansAbsent, SingleValuedQuery
 from .roles import AgentSurface
 from .routes import build_router
 from .settings import Settings
+from .slowclients import DeadlineH11Protocol
 from .sockets import FrameGuard, IdleSockets
 from .timeline import build_timeline_router
 from .viewer_page import mount_viewer
@@ -301,6 +302,10 @@ def serve(settings: Settings, workers: int = 1) -> None:
         gc.freeze()
     uvicorn.run(
         target,
+        # A deadline on reading each request: slow clients cannot hold sockets (a partial,
+        # which worker processes can pickle, of a class they import).
+        http=functools.partial(DeadlineH11Protocol, request_timeout=settings.request_timeout),
+        timeout_keep_alive=5,
         factory=workers > 1,
         workers=workers if workers > 1 else None,
         host=settings.host,
