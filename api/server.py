@@ -35,7 +35,7 @@ from companyos.events import StoreError, open_store
 
 from . import compat
 from .analytics_routes import build_analytics_router
-from .asgi import send_json
+from .asgi import HeadAsGet, send_json
 from .auth import ApiKeyGuard
 from .cache import EpisodeCache
 from .environment import CompanyOSEnvironment
@@ -249,6 +249,7 @@ def build_app(settings: Settings | None = None) -> FastAPI:
     app.add_middleware(EmptyMeansAbsent)  # type: ignore[arg-type]
     app.add_middleware(FrameGuard)  # type: ignore[arg-type]
     app.add_middleware(IdleSockets, timeout=settings.session_timeout)  # type: ignore[arg-type]
+    app.add_middleware(HeadAsGet)  # type: ignore[arg-type]
     if settings.api_key:  # outermost: nothing runs, nor is any body read, without the key
         app.add_middleware(
             ApiKeyGuard,  # type: ignore[arg-type]
