@@ -91,11 +91,24 @@ def front(tmp_path_factory: Any) -> Iterator[tuple[str, list[ServerProcess], Pat
     url = postgres_schema_url(POSTGRES_URL, schema)
     where = tmp_path_factory.mktemp("nginx")
     replicas = [ServerProcess(url, log=where / f"replica-{i}.log") for i in range(2)]
-    starting = [threading.Thread(target=r.start) for r in replicas]
+    failures: list[BaseException] = []
+
+    def start(replica: ServerProcess) -> None:
+        try:
+            replica.start(timeout=180)  # a loaded CI machine starts slowly
+        except BaseException as exc:
+            failures.append(exc)
+
+    starting = [threading.Thread(target=start, args=(r,)) for r in replicas]
     for t in starting:
         t.start()
     for t in starting:
         t.join()
+    if failures:
+        for r in replicas:
+            r.stop()
+        drop_postgres_schema(POSTGRES_URL, schema)
+        raise failures[0]
     port = free_port()
     (where / "nginx.conf").write_text(nginx_config([r.url for r in replicas], port, where))
     check = subprocess.run(
@@ -173,8 +186,16 @@ def _play(front_url: str, seed: int, outcome: dict[str, int]) -> None:
         outcome["success"] += obs["outcome"] == "success"
 
 
-def test_no_correct_expected_step_is_refused_behind_nginx(front):
+def test_replicas_behind_nginx(front):
+    """One deployment for all three checks (a module fixture would be built once per xdist
+    worker that runs a test of this module)."""
     front_url, _, where = front
+    health_checks_answer(front_url)
+    expected_steps_are_never_refused(front_url, where)
+    websocket_sessions_upgrade(front_url)
+
+
+def expected_steps_are_never_refused(front_url: str, where: Path) -> None:
     sessions = ledger.scaled(4, 12)
     rounds = ledger.scaled(2, 5)
     outcome: Counter[str] = Counter()
@@ -202,8 +223,7 @@ def test_no_correct_expected_step_is_refused_behind_nginx(front):
     )
 
 
-def test_websocket_sessions_upgrade_through_nginx(front):
-    front_url, _, _ = front
+def websocket_sessions_upgrade(front_url: str) -> None:
     url = front_url.replace("http://", "ws://") + "/ws"
     steps = 0
     for seed in range(ledger.scaled(2, 6)):
@@ -232,8 +252,7 @@ def test_websocket_sessions_upgrade_through_nginx(front):
     ledger.record(PHASE, note=f"/ws through nginx's upgrade: {steps} steps")
 
 
-def test_health_checks_through_nginx(front):
-    front_url, _, _ = front
+def health_checks_answer(front_url: str) -> None:
     assert httpx.head(f"{front_url}/health").status_code == 200
     assert httpx.get(f"{front_url}/health").json()
 
