@@ -6,7 +6,9 @@
                                    params={"ticket_id": "TKT-1042"}))
 
 Bad input never raises from `step`: it becomes an `InvalidAction` event with a message and a
-penalty. Stepping with no episode is logged to the session's own stream. `reset` raises
+penalty. A step with no episode to go to (none started, an unknown id) is answered with an
+error code and writes nothing. Text and numbers nothing can keep (lone surrogates, NUL, NaN,
+infinities: `domain.inputs`) are refused like any other bad value. `reset` raises
 `ResetError` (a ValueError) with a message that says what to send instead.
 
 An action may name a stored episode (`episode_id`): that is how stateless HTTP continues an
