@@ -242,6 +242,57 @@ def test_a_step_refused_over_http_writes_nothing(served):
         assert event_count(db) == before and sessions == 0
 
 
+def test_hostile_tool_arguments_over_a_standard_mcp_session(served):
+    """`/mcp-server/` (a standard MCP client's way in): hostile tool arguments are refused
+    by MCP's parser or by the environment (`invalid_reset`, an error code), never a 5xx."""
+    url, db = served
+    accept = {"content-type": "application/json", "accept": "application/json, text/event-stream"}
+    with httpx.Client(base_url=url, timeout=60) as http:
+        init = {
+            "jsonrpc": "2.0",
+            "id": 1,
+            "method": "initialize",
+            "params": {
+                "protocolVersion": "2025-06-18",
+                "capabilities": {},
+                "clientInfo": {"name": "hostile", "version": "1"},
+            },
+        }
+        r = http.post("/mcp-server/", json=init, headers=accept)
+        assert r.status_code == 200, r.text
+        headers = {
+            **accept,
+            "mcp-session-id": r.headers["mcp-session-id"],
+            "mcp-protocol-version": "2025-06-18",
+        }
+        http.post(
+            "/mcp-server/",
+            json={"jsonrpc": "2.0", "method": "notifications/initialized"},
+            headers=headers,
+        )
+        before = event_count(db)
+        for raw in RAW.values():
+            for name, arguments in (
+                ("companyos_reset", f'{{"seed": {raw}}}'),
+                ("companyos_reset", f'{{"episode_id": {raw}}}'),
+                ("ticketdesk_get_ticket", f'{{"ticket_id": {raw}, "episode_id": "nope"}}'),
+                ("ticketdesk_get_ticket", f'{{"ticket_id": "T", "episode_id": {raw}}}'),
+            ):
+                body = (
+                    '{"jsonrpc": "2.0", "id": 2, "method": "tools/call", '
+                    f'"params": {{"name": "{name}", "arguments": {arguments}}}}}'
+                )
+                r = http.post("/mcp-server/", content=body, headers=headers)
+                ledger.record(PHASE, fuzz_cases=1, http_5xx=int(r.status_code >= 500))
+                assert r.status_code < 500, (name, raw, r.text[:300])
+                if r.status_code == 200:
+                    data = r.text.split("data: ", 1)[-1]
+                    answer = strict_json(data)
+                    text = json.loads(answer["result"]["content"][0]["text"])
+                    assert text["error"] in ("invalid_reset", "episode_not_found", "no_episode")
+        assert event_count(db) == before
+
+
 # ---------------------------------------------------------------------- in-process
 
 
