@@ -10,15 +10,15 @@ raised driver errors (a 500, or a 503 that read as an outage), messages quoting 
 be encoded.
 
 One subtree is let through: a tool call's own arguments (``params`` of a `/step` action or of a
-batch item, ``arguments`` of an MCP call). Bad arguments are the agent's mistake, judged by the
-environment with the same checks (`domain.limits.clean_params`) and recorded as an invalid
-action with a message and a penalty, as over every other way in.
+batch item, ``arguments`` of a call to the standard MCP server at `/mcp-server/`). Bad
+arguments are the agent's mistake, judged by the environment with the same checks
+(`domain.limits.clean_params`) and recorded as an invalid action with a message and a penalty,
+as over every other way in.
 """
 
 from __future__ import annotations
 
 import json
-from collections.abc import Callable
 from typing import Any
 from urllib.parse import parse_qsl
 
@@ -36,30 +36,50 @@ from .asgi import send_json
 Where = tuple[str | int, ...]
 
 
-def _agent_arguments(where: Where) -> bool:
-    """``params``/``arguments`` of a `/step` action, of a batch item, or of an MCP call."""
-    if not where or where[-1] not in ("params", "arguments"):
-        return False
-    if where[-2:] == ("params", "arguments"):  # an MCP message over /ws
-        return True
-    head = where[:-1]
-    return head in ((), ("action",), ("data",)) or (
-        len(head) >= 2 and head[-2] == "batch" and isinstance(head[-1], int)
-    )
+def _agent_arguments(action: Any, at: Where) -> set[Where]:
+    """Where the tool call's own arguments are in ``action`` (found at ``at``): its ``params``,
+    or the ``params`` of each item of a batch. Only when the action is valid apart from them:
+    otherwise pydantic's error for the action would quote the whole of it, arguments
+    included, and nothing hostile may be quoted."""
+    from .models import CompanyOSAction, CompanyOSBatchAction
+
+    if not isinstance(action, dict):
+        return set()
+    if "params" in action and "batch" not in action:
+        try:
+            CompanyOSAction.model_validate({**action, "params": {}})
+        except ValueError:
+            return set()
+        return {(*at, "params")}
+    batch = action.get("batch")
+    if isinstance(batch, list):
+        try:
+            CompanyOSBatchAction.model_validate({**action, "batch": []})
+        except ValueError:
+            return set()
+        return {
+            (*at, "batch", i, "params") for i, item in enumerate(batch) if isinstance(item, dict)
+        }
+    return set()
 
 
-def _tool_arguments(where: Where) -> bool:
-    """``params.arguments`` of a JSON-RPC call (alone or in a JSON-RPC batch)."""
-    return where[-2:] == ("params", "arguments") and len(where) <= 3
-
-
-def skip_for(path: str) -> Callable[[Where], bool] | None:
-    """Which subtrees of a body to ``path`` are the environment's to judge."""
-    if path in ("/step", "/ws"):
-        return _agent_arguments
-    if path == "/mcp" or path.startswith("/mcp-server"):
-        return _tool_arguments
-    return None
+def skipped(path: str, value: Any) -> set[Where]:
+    """The subtrees of a body (or frame) to ``path`` that are the environment's to judge."""
+    if path == "/step" and isinstance(value, dict):
+        return _agent_arguments(value.get("action"), ("action",))
+    if path == "/ws" and isinstance(value, dict) and value.get("type") == "step":
+        return _agent_arguments(value.get("data"), ("data",))
+    if path.startswith("/mcp-server"):
+        # A standard MCP server's tool call: its arguments go to the environment as they are.
+        calls = value if isinstance(value, list) else [value]
+        return {
+            ((i,) if isinstance(value, list) else ()) + ("params", "arguments")
+            for i, call in enumerate(calls)
+            if isinstance(call, dict)
+        }
+    # OpenEnv's own JSON-RPC (`/mcp`, and `mcp` messages over `/ws`) validates tool arguments
+    # itself and quotes them in its errors: nothing hostile may reach it.
+    return set()
 
 
 def parse(body: bytes | str) -> tuple[bool, Any]:
@@ -71,21 +91,21 @@ def parse(body: bytes | str) -> tuple[bool, Any]:
         return False, None
 
 
-def find(value: Any, skip: Callable[[Where], bool] | None) -> Hostile | None:
-    """`domain.inputs.hostile` with the subtrees ``skip`` names left out."""
-    if skip is None:
+def find(value: Any, skip: set[Where]) -> Hostile | None:
+    """`domain.inputs.hostile` with the subtrees in ``skip`` left out."""
+    if not skip:
         return hostile(value)
     return _walk(value, (), skip)
 
 
-def _walk(value: Any, where: Where, skip: Callable[[Where], bool]) -> Hostile | None:
-    if where and skip(where):
+def _walk(value: Any, where: Where, skip: set[Where]) -> Hostile | None:
+    if where in skip:
         return None
     if isinstance(value, dict):
         flat = {
             k: v
             for k, v in value.items()
-            if not isinstance(v, dict | list) and not skip((*where, printable_key(k)))
+            if not isinstance(v, dict | list) and (*where, printable_key(k)) not in skip
         }
         found = hostile(flat)
         if found is not None:
@@ -145,7 +165,7 @@ class HostileInput:
         if body[:1] in (b"{", b"[") or body.lstrip()[:1] in (b"{", b"["):
             ok, value = parse(body)
             if ok:
-                found = find(value, skip_for(scope["path"]))
+                found = find(value, skipped(scope["path"], value))
                 if found is not None:
                     await send_json(send, 422, refusal(found, "body"))
                     return
@@ -186,7 +206,8 @@ def frame_problem(path: str, text: str) -> str | None:
     ok, value = parse(text)
     if not ok:
         return None
-    found = find(value, skip_for(path))
+    skip = skipped(path, value)
+    found = find(value, skip)
     return None if found is None else f"{found.describe()}; nothing was done"
 
 

@@ -75,6 +75,13 @@ def templates(eid: str) -> list[tuple[str, str, str]]:
             '{"action": {"app": "ticketdesk", "method": "list_tickets", '
             f'"episode_id": "{eid}", "expected_step": X}}}}',
         ),
+        ("/step", "action.params (no app)", '{"action": {"params": X}}'),
+        ("/step", "batch[0].params (extra key)", '{"action": {"batch": [{"params": X}], "x": 1}}'),
+        (
+            "/step",
+            "action.arguments",
+            '{"action": {"type": "call_tool", "tool_name": "t", "arguments": X}}',
+        ),
         ("/step", "timeout_s", '{"action": {"app": "ticketdesk", "method": "x"}, "timeout_s": X}'),
         (f"/episodes/{eid}/fork", "at_step", '{"at_step": X}'),
         (f"/episodes/{eid}/fork", "episode_id", '{"at_step": 0, "episode_id": X}'),
@@ -201,6 +208,12 @@ def test_hostile_frames_over_ws_get_an_error_frame_and_the_session_goes_on(serve
             '"expected_step": X}}',
             '{"type": "step", "data": {"app": "ticketdesk", "method": "x", "episode_id": X}}',
             '{"type": X}',
+            # Not an action: a validator's error would quote the whole of it, params included.
+            '{"type": "step", "data": {"params": X}}',
+            '{"type": "step", "data": {"batch": [{"params": X}], "extra": 1}}',
+            '{"type": "step", "data": {"type": "call_tool", "tool_name": "t", "arguments": X}}',
+            '{"type": "mcp", "data": {"jsonrpc": "2.0", "id": 1, "method": "tools/call", '
+            '"params": {"name": "ticketdesk_get_ticket", "arguments": {"ticket_id": X}}}}',
         ]
         for frame in frames:
             for name, raw in RAW.items():
