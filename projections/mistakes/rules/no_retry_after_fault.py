@@ -1,0 +1,66 @@
+"""A call that would have changed the world was refused by the service and not made again.
+
+Judged from the agent's own order of work, not an oracle's: the retry is due once the agent
+uses the same service again and gets through (it is back, and the agent chose other work on
+it), or acts on work that depended on the refused call (submits, decides, escalates). An agent
+that had other work first, and ran out of budget before coming back, is not blamed."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from typing import Any
+
+from companyos.events.types import ApprovalSubmitted, FaultInjected
+
+from ..context import EFFECTFUL, Episode, Suspect, describe, param, purpose, text
+from ...replay import StepRecord
+
+LABEL = "no_retry_after_fault"
+DEFINITION = (
+    "A call that would have changed the world was refused by the service (transient fault, "
+    "rate limit, outage) and, in the agent's own order of work, was not made again when it "
+    "came back to that service or went on to work that depended on it. Made good by a later "
+    "call for the same purpose."
+)
+DEPENDENT = frozenset({"submit_approval", "escalate"})
+
+
+def _faulted(s: StepRecord) -> bool:
+    return any(isinstance(e, FaultInjected) for e in s.events)
+
+
+def find(ep: Episode) -> Iterator[Suspect]:
+    for i, s in enumerate(ep.steps):
+        fault = next((e for e in s.events if isinstance(e, FaultInjected)), None)
+        if fault is None or s.call.method not in EFFECTFUL:
+            continue
+        aim = purpose(s.call)
+        escalated = text(param(s.call, "approval_id")).upper()
+
+        def retried(t: StepRecord, aim: tuple[Any, ...] = aim, a: str = escalated) -> bool:
+            if purpose(t.call) == aim:
+                return True
+            if aim[0] != "escalate":
+                return False
+            old = ep.final.approvals.get(a)
+            return old is not None and any(
+                isinstance(e, ApprovalSubmitted) and e.approval_type == old.approval_type
+                for e in t.events
+            )
+
+        for j, t in ep.later(i):
+            if retried(t):
+                break
+            moved_on = (t.call.app == s.call.app and not _faulted(t)) or (
+                t.call.method in DEPENDENT and purpose(t.call) != aim
+            )
+            if not moved_on:
+                continue
+            yield Suspect(
+                LABEL,
+                t.step,
+                f"{describe(s.call)} failed at step {s.step} ({fault.kind}); at step {t.step} "
+                f"the agent went on with {describe(t.call)} instead of retrying it",
+                lambda j=j, retried=retried: ep.first_after(j, retried),
+            )
+            break
