@@ -3,7 +3,7 @@ summaries."""
 
 from __future__ import annotations
 
-from .diagnosis import LABELS, Mistake, diagnose
+from .mistakes import LABELS, Mistake, analyse, decisive, mistakes
 from .milestones import Milestone, MilestoneGraph, achieved, milestones_for, progress
 from .observation import render_result, render_world, tool_manifest
 from .replay import Replay, StepRecord, cached_rewards, replay, resume
@@ -34,12 +34,14 @@ __all__ = [
     "StepScore",
     "achieved",
     "cached_rewards",
-    "diagnose",
+    "analyse",
+    "decisive",
     "dominance_margin",
     "get_profile",
     "headline",
     "initial_score",
     "milestones_for",
+    "mistakes",
     "progress",
     "render_result",
     "render_world",
