@@ -14,6 +14,7 @@ decisive row is ``unsolvable_instance``: a label of the instance, never of the a
 
 from __future__ import annotations
 
+import re
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
 
@@ -78,6 +79,28 @@ def _rows(ep: Episode, episode_id: str) -> list[tuple[Suspect, Mistake]]:
     ]
 
 
+OBJECT = re.compile(r"\b(TKT-\d+|APR-\d+)\b")
+"""Objects a mistake's evidence names (tickets, requests): what ties a symptom to its cause."""
+
+
+def _root(rows: list[Mistake], found: Mistake) -> Mistake:
+    """The cause of ``found``: an earlier mistake on the same ticket or request that was still
+    unrepaired when ``found`` was made (a change a fault refused and never retried shows up
+    later as a request on an unready ticket; the symptom is not the mistake)."""
+    objects = set(OBJECT.findall(found.evidence))
+    if not objects:
+        return found
+    for m in rows:
+        if m.step >= found.step:
+            break
+        if m.harmless or m.label == found.label:
+            continue
+        unrepaired = m.made_good_at is None or m.made_good_at > found.step
+        if unrepaired and objects & set(OBJECT.findall(m.evidence)):
+            return m
+    return found
+
+
 def _decide(
     ep: Episode, rows: list[Mistake], forks: SimulatedForks, episode_id: str
 ) -> Mistake:
@@ -99,7 +122,7 @@ def _decide(
         if m.step <= last and forks.wins_from(m.step):
             continue
         if m.made_good_at is None:
-            return m
+            return _root(rows, m)
         return Mistake(
             episode_id,
             m.step,
@@ -111,7 +134,7 @@ def _decide(
         )
     for m in rows:
         if not m.harmless and m.made_good_at is None:
-            return m
+            return _root(rows, m)
     s = next(verdicts.idling(ep), None) or verdicts.fallback(ep)
     return Mistake(episode_id, s.step, s.label, s.evidence)
 

@@ -466,24 +466,30 @@ class Episode:
                 )
 
     def unwanted_request(self, i: int, a: Approval) -> Suspect | None:
-        """A request of a type the task does not need, in a decision task whose rule says
-        decline or flag, judged as pushing it through (or as the bad data it rested on)."""
+        """A request of a type the task does not need, when more than collateral damage: in a
+        decision task whose rule says decline or flag, pushing it through (or the bad data it
+        rested on); elsewhere, a request that looked needed only on stale data (a stale
+        threshold asking for a sign-off the record does not). None: plain collateral."""
         s, c = self.steps[i], self.goal.criterion
         atype = self.before[i].approval_types.get(a.approval_type)
-        if not (
+        ev = a.evidence
+        pushed = (
             self.goal.decision != "approve"
             and c is not None
             and atype is not None
             and any(f.metric == c.metric for f in atype.fields)
-        ):
-            return None
-        ev = a.evidence
-        defects = self.data_defects(i, ev.metrics, ev.at, self.goal.metrics)
-        if defects:  # it looked feasible only on data the agent should not have trusted
+        )
+        fields = [f.metric for f in atype.fields if f.metric] if atype is not None else []
+        defects = self.data_defects(i, ev.metrics, ev.at, [*self.goal.metrics, *fields])
+        if not pushed:
+            defects = [d for d in defects if d[0] == "used_stale_data"]
+        if defects:  # it looked called for only on data the agent should not have trusted
             label, _, why = defects[0]
             return Suspect(
                 label, s.step, f"requested {a.approval_type} ({a.approval_id}) although {why}"
             )
+        if not pushed:
+            return None
         return Suspect(
             "pushed_infeasible_through",
             s.step,

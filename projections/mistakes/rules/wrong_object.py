@@ -5,7 +5,10 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 
-from ..context import Episode, Suspect
+from companyos.domain.model import normalize_ticket_id
+from companyos.events.types import FaultInjected
+
+from ..context import Episode, Suspect, param, text, understood
 
 LABEL = "wrong_object"
 DEFINITION = (
@@ -29,20 +32,36 @@ def asked_of_task(ep: Episode, field: str) -> bool:
 
 
 def find(ep: Episode) -> Iterator[Suspect]:
-    for i, s, e in ep.ticket_updates():
-        if e.ticket_id in ep.wanted or not asked_of_task(ep, e.field):
+    for i, s in enumerate(ep.steps):
+        call = s.call
+        if call.method != "update_ticket" or not understood(s):
             continue
-        item = f"{e.ticket_id}.{e.field}"
-        if item not in ep.collateral(i) - ep.collateral(i - 1):
+        tid = normalize_ticket_id(text(param(call, "ticket_id")))
+        field = text(param(call, "field")).lower()
+        if tid in ep.wanted or tid not in ep.before[i].tickets or not asked_of_task(ep, field):
             continue
+        if any(isinstance(e, FaultInjected) for e in s.events):
+            continue
+        item = f"{tid}.{field}"
         mine = ", ".join(ep.wanted)
+
+        def made_good(i: int = i, item: str = item, field: str = field) -> int | None:
+            # Put back, and the work done on the task's ticket instead.
+            back = ep.first_after(i, lambda t: item not in ep.collateral(t.step - 1))
+            done = ep.first_after(
+                i,
+                lambda t: t.call.method == "update_ticket"
+                and normalize_ticket_id(text(param(t.call, "ticket_id"))) in ep.wanted
+                and text(param(t.call, "field")).lower() == field
+                and understood(t),
+            )
+            return None if back is None or done is None else max(back, done)
+
         yield Suspect(
             LABEL,
             s.step,
-            f"set {item} to {e.new!r}: the task asks that of {mine}, not {e.ticket_id}",
-            lambda i=i, item=item: ep.first_after(
-                i, lambda t: item not in ep.collateral(t.step - 1)
-            ),
+            f"set {item} to {param(call, 'value')!r}: the task asks that of {mine}, not {tid}",
+            made_good,
         )
     for req in ep.requests():
         other = ep.names_other_ticket(req.approval)
