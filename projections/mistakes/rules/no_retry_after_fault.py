@@ -2,7 +2,7 @@
 
 Judged from the agent's own order of work, not an oracle's: the retry is due once the agent
 uses the same service again and gets through (it is back, and the agent chose other work on
-it), or acts on work that depended on the refused call (submits, decides, escalates). An agent
+it), or acts on work that depended on the refused call (submits a request). An agent
 that had other work first, and ran out of budget before coming back, is not blamed."""
 
 from __future__ import annotations
@@ -22,7 +22,13 @@ DEFINITION = (
     "came back to that service or went on to work that depended on it. Made good by a later "
     "call for the same purpose."
 )
-DEPENDENT = frozenset({"submit_approval", "escalate"})
+
+
+def _depends(t: StepRecord) -> bool:
+    """``t`` submits a request of the task's kind: work that stands on the tickets and data
+    (an access request does not)."""
+    kind = text(param(t.call, "approval_type")).lower()
+    return t.call.method == "submit_approval" and kind != "data_access"
 
 
 def _faulted(s: StepRecord) -> bool:
@@ -52,7 +58,7 @@ def find(ep: Episode) -> Iterator[Suspect]:
             if retried(t):
                 break
             moved_on = (t.call.app == s.call.app and not _faulted(t)) or (
-                t.call.method in DEPENDENT and purpose(t.call) != aim
+                _depends(t) and purpose(t.call) != aim
             )
             if not moved_on:
                 continue
