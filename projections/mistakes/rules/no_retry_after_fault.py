@@ -3,7 +3,8 @@
 Judged from the agent's own order of work, not an oracle's: the retry is due once the agent
 uses the same service again and gets through (it is back, and the agent chose other work on
 it), or acts on work that depended on the refused call (submits a request). An agent
-that had other work first, and ran out of budget before coming back, is not blamed."""
+that had other work first, and ran out of budget before coming back, is not blamed; one that
+idled to the end after a transient refusal is, at the step after it."""
 
 from __future__ import annotations
 
@@ -54,14 +55,29 @@ def find(ep: Episode) -> Iterator[Suspect]:
                 for e in t.events
             )
 
+        due: tuple[int, StepRecord] | None = None
         for j, t in ep.later(i):
             if retried(t):
                 break
             moved_on = (t.call.app == s.call.app and not _faulted(t)) or (
                 _depends(t) and purpose(t.call) != aim
             )
-            if not moved_on:
-                continue
+            if moved_on:
+                due = (j, t)
+                break
+        else:
+            # Never retried nor moved on: a transient refusal could be retried at once, and
+            # the agent idled to the end instead.
+            if fault.kind == "unavailable" and ep.idle_after(i):
+                t = ep.steps[i + 1]
+                yield Suspect(
+                    LABEL,
+                    t.step,
+                    f"{describe(s.call)} failed at step {s.step} ({fault.kind}) and was never "
+                    "retried; nothing progressed after it",
+                )
+        if due is not None:
+            j, t = due
             yield Suspect(
                 LABEL,
                 t.step,
@@ -69,4 +85,3 @@ def find(ep: Episode) -> Iterator[Suspect]:
                 f"the agent went on with {describe(t.call)} instead of retrying it",
                 lambda j=j, retried=retried: ep.first_after(j, retried),
             )
-            break

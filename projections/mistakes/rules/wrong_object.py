@@ -43,6 +43,8 @@ def find(ep: Episode) -> Iterator[Suspect]:
         if any(isinstance(e, FaultInjected) for e in s.events):
             continue
         item = f"{tid}.{field}"
+        if item not in ep.collateral(i):
+            continue  # no harm: a blocker resolved, a value put back
         mine = ", ".join(ep.wanted)
 
         def made_good(i: int = i, item: str = item, field: str = field) -> int | None:
