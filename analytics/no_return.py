@@ -33,7 +33,8 @@ def point_of_no_return(
     player: str = "honest",
 ) -> int | None:
     """The last step k after which the player (the honest solver unless ``player`` says
-    "oracle"), playing on from a fork at k, still succeeds within the episode's ``max_steps``: the episode was lost at step k + 1.
+    "oracle"), playing on from a fork at k, still succeeds within the episode's
+    ``max_steps``: the episode was lost at step k + 1.
 
     Defined for an ended, failed episode (outcome timeout or abandoned); a success or a running
     episode gives None. k ranges over the steps a fork may be taken at: 0..n-1 for a timeout

@@ -6,7 +6,8 @@ its whole stream (``steps``, ``episodes``, ``failures`` rows deleted and inserte
 the checkpoint moves to the page's last position. A crash leaves the warehouse at the end of
 the last committed page, consistent, and the next catch-up continues from there.
 
-Episodes are derived by the projections (``replay``, ``projections.mistakes``), each distinct stream once:
+Episodes are derived by the projections (``replay``, ``projections.mistakes``), each distinct
+stream once:
 streams with the same hash chain (a deterministic agent's trials of one instance) share rows.
 
 How rows reach DuckDB, measured on 200,000 events of the benchmark's log (its two "events

@@ -3,8 +3,8 @@ summaries."""
 
 from __future__ import annotations
 
-from .mistakes import LABELS, Mistake, analyse, decisive, mistakes
 from .milestones import Milestone, MilestoneGraph, achieved, milestones_for, progress
+from .mistakes import LABELS, Mistake, analyse, decisive, mistakes
 from .observation import render_result, render_world, tool_manifest
 from .replay import Replay, StepRecord, cached_rewards, replay, resume
 from .reward import (
@@ -33,8 +33,8 @@ __all__ = [
     "StepRecord",
     "StepScore",
     "achieved",
-    "cached_rewards",
     "analyse",
+    "cached_rewards",
     "decisive",
     "dominance_margin",
     "get_profile",

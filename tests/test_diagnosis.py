@@ -9,8 +9,8 @@ from __future__ import annotations
 
 import collections
 import re
-from dataclasses import replace
 from collections.abc import Callable
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -193,7 +193,9 @@ def test_the_oracle_cut_short_is_never_blamed_for_a_mistake():
         for cut in (1, 3, 5):
             r = play(env, oracle, seed=3, task_id=family, difficulty=2, max_steps=cut)
             m = diagnosed(env, r.episode_id)
-            assert (m is None) if r.outcome == "success" else (m and m.label == "unsolvable_instance")
+            assert (
+                (m is None) if r.outcome == "success" else (m and m.label == "unsolvable_instance")
+            )
     assert labels["ran_out_of_steps"] > 500
     assert seen["fault"] > 50 and seen["rejection"] > 20  # recoveries were exercised
 
@@ -247,6 +249,11 @@ def _baseline_status(w: World) -> str:
     return w.baseline[_other(w)].status
 
 
+def _changed_status(w: World) -> str:
+    """A status the other ticket does not have (a real change, not a no-op)."""
+    return "open" if w.tickets[_other(w)].status == "in_progress" else "in_progress"
+
+
 RECOVERED: dict[str, tuple[list[Callable[[World], Any]], str]] = {
     # a recovered mistake, then what it is called when nothing makes it good
     "tool_corrected": (
@@ -263,7 +270,7 @@ RECOVERED: dict[str, tuple[list[Callable[[World], Any]], str]] = {
     "field_set_right": ([lambda w: _update(_main(w), "priority", "low")], "submitted_wrong_data"),
     "other_ticket_put_back": (
         [
-            lambda w: _update(_other(w), "status", "in_progress"),
+            lambda w: _update(_other(w), "status", _changed_status(w)),
             lambda w: _update(_other(w), "status", _baseline_status(w)),
         ],
         "looped",  # put back by its own second call: only the idling (from step 1) is left

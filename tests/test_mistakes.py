@@ -14,8 +14,8 @@ from typing import Any
 import pytest
 
 from companyos.agents import play
-from companyos.agents.honest import HonestAgent
 from companyos.agents.flawed import FLAWED, Flawed
+from companyos.agents.honest import HonestAgent
 from companyos.agents.toolcalls import JUNK_APP
 from companyos.analytics.no_return import point_of_no_return
 from companyos.analytics.warehouse import Warehouse

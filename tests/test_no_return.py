@@ -162,7 +162,10 @@ def test_a_budget_the_oracle_cannot_meet_even_from_the_start_gives_none():
     dawdle(env)
     records = stream(env)
     assert world(env).outcome == "timeout"
-    assert point_of_no_return(records, player=ORACLE) is None and lost_at(records, player=ORACLE) is None
+    assert (
+        point_of_no_return(records, player=ORACLE) is None
+        and lost_at(records, player=ORACLE) is None
+    )
 
 
 def test_an_abandoned_episode_still_winnable_was_lost_by_walking_away():
@@ -204,7 +207,10 @@ def test_successes_and_running_episodes_give_none():
     for seed in range(12):
         r = play(env, oracle, seed=seed, task_id=FAMILY_NAMES[seed], difficulty=1 + seed % 3)
         assert r.outcome == "success"
-        assert point_of_no_return(stream(env), player=ORACLE) is None and lost_at(stream(env), player=ORACLE) is None
+        assert (
+            point_of_no_return(stream(env), player=ORACLE) is None
+            and lost_at(stream(env), player=ORACLE) is None
+        )
         r = play(env, naive, seed=seed, task_id=FAMILY_NAMES[seed], difficulty=1)
         if r.outcome == "success":
             seen_naive_success = True

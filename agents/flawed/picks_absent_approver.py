@@ -29,7 +29,7 @@ class PicksAbsentApprover(Flawed):
                     solver.approvers[role] = str(holder)  # the name it remembers
                     self.away.add(str(holder))
                     call = self.honest(None)  # plan again with the holder in mind
-        app, method, params = call
+        _, method, params = call
         if method == "submit_approval" and params.get("approver") in self.away:
             self.mark()
         return action(call)

@@ -27,7 +27,7 @@ class SkipsVerification(Flawed):
         assert solver is not None
         call = self.honest(seen)
         solver.needs = [replace(n, verify=False) for n in solver.needs]  # a ticket found later
-        app, method, params = call
+        _, method, params = call
         if method == "submit_approval" and params.get("approval_type") != "data_access":
             view = solver.tickets.get(str(solver.main))
             if self.asked and view is not None and view.get("verified") is not True:

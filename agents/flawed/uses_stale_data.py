@@ -32,7 +32,7 @@ class UsesStaleData(Flawed):
                 solver.last = None  # the solver did not make this call: it reads nothing
                 seen = None
         call = self.honest(seen)
-        app, method, params = call
+        _, method, params = call
         if method == "refresh_data":
             call = ("datahub", "query_metric", {"metric_name": params["metric_name"]})
         elif self._rests_on_stale(call):

@@ -4,11 +4,14 @@
 they found, each at its step with its evidence and the step it was made good at (or None). For a
 failed episode one row is marked decisive: the earliest mistake after which the honest solver,
 taking over right after it with the budget left (a simulated fork that sees only observations,
-`projections.forks`), can no longer succeed. If that mistake had been made good, it was made
-good too late: the decisive row is then ``fixed_too_late``. Harmless mistakes (a failed read
-later corrected) are never decisive. If every mistake left the episode winnable, the earliest
-one never made good is decisive, else how the last steps were idled away, else a fallback that
-names no mistake. If the honest solver cannot win the instance even from the start, the only
+`projections.forks`), can no longer succeed, though it could right before it. A mistake that
+was made good counts by the fork right after the step that made it good: if that one no
+longer succeeds, it was made good too late and the decisive row is ``fixed_too_late``.
+Harmless mistakes (a failed read later corrected) are never decisive. A decisive mistake that is
+the symptom of an earlier one left unrepaired on the same ticket or request (a request on a
+ticket whose refused change was never retried) is blamed on that earlier one. If every mistake
+left the episode winnable, the earliest one never made good is decisive, else how the last
+steps were idled away, else a fallback that names no mistake. If the honest solver cannot win the instance even from the start, the only
 decisive row is ``unsolvable_instance``: a label of the instance, never of the agent.
 """
 
@@ -101,9 +104,7 @@ def _root(rows: list[Mistake], found: Mistake) -> Mistake:
     return found
 
 
-def _decide(
-    ep: Episode, rows: list[Mistake], forks: SimulatedForks, episode_id: str
-) -> Mistake:
+def _decide(ep: Episode, rows: list[Mistake], forks: SimulatedForks, episode_id: str) -> Mistake:
     """The decisive mistake of a failed episode (a row of ``rows`` or a new verdict row)."""
     info = ep.r.setup.info
     assert info is not None
@@ -116,22 +117,27 @@ def _decide(
             f"{info.difficulty} from the start within {info.max_steps} steps",
         )
     last = forks.forkable.stop - 1
+
+    def wins(k: int) -> bool:
+        return k <= last and forks.wins_from(k)
+
     for m in rows:
-        if m.harmless:
-            continue
-        if m.step <= last and forks.wins_from(m.step):
-            continue
-        if m.made_good_at is None:
+        if m.harmless or not wins(m.step - 1):
+            continue  # harmless, or the episode was already lost before it
+        if m.made_good_at is not None:
+            if wins(m.made_good_at):
+                continue  # made good in time
+            return Mistake(
+                episode_id,
+                m.step,
+                "fixed_too_late",
+                f"{m.label} at step {m.step} ({m.evidence}) was made good at step "
+                f"{m.made_good_at}, too late: after it, the budget left could no longer "
+                "finish the task",
+                m.made_good_at,
+            )
+        if not wins(m.step):
             return _root(rows, m)
-        return Mistake(
-            episode_id,
-            m.step,
-            "fixed_too_late",
-            f"{m.label} at step {m.step} ({m.evidence}) was made good at step "
-            f"{m.made_good_at}, too late: from step {m.step} on, the budget left could no "
-            "longer finish the task",
-            m.made_good_at,
-        )
     for m in rows:
         if not m.harmless and m.made_good_at is None:
             return _root(rows, m)
@@ -151,7 +157,7 @@ def analyse(
     `replay` if the caller has it already."""
     r = replayed if replayed is not None else replay(records)
     episode_id = _episode_id(records)
-    if r.setup.task is None or not r.steps and r.outcome not in FAILED:
+    if r.setup.task is None or (not r.steps and r.outcome not in FAILED):
         return Analysis([], None)
     ep = Episode(r)
     rows = [m for _, m in _rows(ep, episode_id)]

@@ -134,9 +134,9 @@ def meant(app: str, method: str) -> frozenset[tuple[str, str]]:
         if not close:
             return frozenset(TOOLS)
         app = close[0]
-    if method in TICKET_VERBS or method.startswith(("set_", "update_", "verify", "close")):
-        if app == "ticketdesk":
-            return frozenset({("ticketdesk", "update_ticket")})
+    verb = method in TICKET_VERBS or method.startswith(("set_", "update_", "verify", "close"))
+    if verb and app == "ticketdesk":
+        return frozenset({("ticketdesk", "update_ticket")})
     near = difflib.get_close_matches(method, methods(app), n=1)
     if near:
         return frozenset({(app, near[0])})
@@ -452,13 +452,14 @@ class Episode:
     def decisions(self) -> Iterator[Suspect]:
         """Each decision recorded on the task's ticket, as the mistake it was (data it rested
         on, else the rule): made good when a later world holds the right decision."""
+        holds = self.decision_right
         for i, s, e in self.ticket_updates():
             if not self.is_decision(e) or e.new is None:
                 continue
             tg, tid = self.main, e.ticket_id
 
             def made_good(i: int = i) -> int | None:
-                return self.first_after(i, lambda t: self.decision_right(t.world))
+                return self.first_after(i, lambda u: holds(u.world))
 
             t = s.world.tickets[tid]
             assert t.decided_metrics is not None and t.decided_at is not None

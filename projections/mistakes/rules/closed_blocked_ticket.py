@@ -21,13 +21,16 @@ def find(ep: Episode) -> Iterator[Suspect]:
     for i, s in enumerate(ep.steps):
         tid = normalize_ticket_id(text(param(s.call, "ticket_id")))
         for e in s.events:
-            if isinstance(e, ActionRejected) and e.code == "blocked_ticket_close":
-                if tid in ep.wanted:
-                    yield Suspect(
-                        LABEL,
-                        s.step,
-                        f"tried to close {tid} while it was blocked",
-                        lambda i=i, tid=tid: ep.first_after(
-                            i, lambda t: goals.unblocked(t.world.tickets.get(tid))
-                        ),
-                    )
+            if (
+                isinstance(e, ActionRejected)
+                and e.code == "blocked_ticket_close"
+                and tid in ep.wanted
+            ):
+                yield Suspect(
+                    LABEL,
+                    s.step,
+                    f"tried to close {tid} while it was blocked",
+                    lambda i=i, tid=tid: ep.first_after(
+                        i, lambda t: goals.unblocked(t.world.tickets.get(tid))
+                    ),
+                )

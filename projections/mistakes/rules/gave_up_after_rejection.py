@@ -17,8 +17,8 @@ from companyos.events.types import (
     FaultInjected,
 )
 
-from ..context import Episode, Suspect, param, text
 from ...replay import StepRecord
+from ..context import Episode, Suspect, param, text
 
 LABEL = "gave_up_after_rejection"
 DEFINITION = (

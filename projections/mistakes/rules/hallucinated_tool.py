@@ -10,8 +10,8 @@ from typing import Any
 from companyos.domain.model import normalize_ticket_id
 from companyos.events.types import InvalidAction
 
-from ..context import PSEUDO_APP, Episode, Suspect, meant, param, text, understood
 from ...replay import StepRecord
+from ..context import PSEUDO_APP, Episode, Suspect, meant, param, text, understood
 
 LABEL = "hallucinated_tool"
 DEFINITION = (

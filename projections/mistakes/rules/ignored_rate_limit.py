@@ -37,8 +37,10 @@ def find(ep: Episode) -> Iterator[Suspect]:
                         f"{e.retry_after_minutes} minutes it was given at step {s.step}",
                         lambda j=j, app=e.app: ep.first_after(
                             j,
-                            lambda u: u.call.app == app
-                            and not any(isinstance(x, FaultInjected) for x in u.events),
+                            lambda u: (
+                                u.call.app == app
+                                and not any(isinstance(x, FaultInjected) for x in u.events)
+                            ),
                         ),
                     )
                     break

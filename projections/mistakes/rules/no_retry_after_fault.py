@@ -13,8 +13,8 @@ from typing import Any
 
 from companyos.events.types import ApprovalSubmitted, FaultInjected
 
-from ..context import EFFECTFUL, Episode, Suspect, describe, param, purpose, text
 from ...replay import StepRecord
+from ..context import EFFECTFUL, Episode, Suspect, describe, param, purpose, text
 
 LABEL = "no_retry_after_fault"
 DEFINITION = (

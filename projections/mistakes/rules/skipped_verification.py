@@ -23,13 +23,16 @@ def find(ep: Episode) -> Iterator[Suspect]:
     for i, s in enumerate(ep.steps):
         tid = normalize_ticket_id(text(param(s.call, "ticket_id")))
         for e in s.events:
-            if isinstance(e, ActionRejected) and e.code == "ticket_not_verified":
-                if tid in ep.wanted:
-                    yield Suspect(
-                        LABEL,
-                        s.step,
-                        f"tried to link a request to {tid} before verifying it",
-                        lambda i=i, tid=tid: ep.first_after(
-                            i, lambda t: goals.verified(t.world.tickets.get(tid))
-                        ),
-                    )
+            if (
+                isinstance(e, ActionRejected)
+                and e.code == "ticket_not_verified"
+                and tid in ep.wanted
+            ):
+                yield Suspect(
+                    LABEL,
+                    s.step,
+                    f"tried to link a request to {tid} before verifying it",
+                    lambda i=i, tid=tid: ep.first_after(
+                        i, lambda t: goals.verified(t.world.tickets.get(tid))
+                    ),
+                )

@@ -14,8 +14,8 @@ LABEL = "wrong_object"
 DEFINITION = (
     "Did the task's work on the wrong object: set on another ticket a field the task asks of "
     "one of its own tickets (a mix-up of tickets), or sent a request of a type the task needs "
-    "about another ticket. A ticket change is made good when it is put back; a request cannot "
-    "be withdrawn."
+    "about another ticket. A ticket change is made good when it is put back (one that changed "
+    "nothing, when the work is done on the task's ticket); a request cannot be withdrawn."
 )
 
 
@@ -43,21 +43,29 @@ def find(ep: Episode) -> Iterator[Suspect]:
         if any(isinstance(e, FaultInjected) for e in s.events):
             continue
         item = f"{tid}.{field}"
-        if item not in ep.collateral(i):
-            continue  # no harm: a blocker resolved, a value put back
+        was, now = ep.before[i].tickets[tid].get(field), s.world.tickets[tid].get(field)
+        if item not in ep.collateral(i) and was != now:
+            continue  # a change the task calls for (a blocker resolved), or a value put back
         mine = ", ".join(ep.wanted)
 
-        def made_good(i: int = i, item: str = item, field: str = field) -> int | None:
-            # Put back, and the work done on the task's ticket instead.
-            back = ep.first_after(i, lambda t: item not in ep.collateral(t.step - 1))
-            done = ep.first_after(
+        harm = item in ep.collateral(i)
+
+        def made_good(
+            i: int = i, item: str = item, field: str = field, harm: bool = harm
+        ) -> int | None:
+            if harm:  # put back
+                return ep.first_after(i, lambda t: item not in ep.collateral(t.step - 1))
+            # A change that did no harm (the value was already so) is made good by doing the
+            # work on the task's ticket.
+            return ep.first_after(
                 i,
-                lambda t: t.call.method == "update_ticket"
-                and normalize_ticket_id(text(param(t.call, "ticket_id"))) in ep.wanted
-                and text(param(t.call, "field")).lower() == field
-                and understood(t),
+                lambda t: (
+                    t.call.method == "update_ticket"
+                    and normalize_ticket_id(text(param(t.call, "ticket_id"))) in ep.wanted
+                    and text(param(t.call, "field")).lower() == field
+                    and understood(t)
+                ),
             )
-            return None if back is None or done is None else max(back, done)
 
         yield Suspect(
             LABEL,
