@@ -11,8 +11,9 @@ Harmless mistakes (a failed read later corrected) are never decisive. A decisive
 the symptom of an earlier one left unrepaired on the same ticket or request (a request on a
 ticket whose refused change was never retried) is blamed on that earlier one. If every mistake
 left the episode winnable, the earliest one never made good is decisive, else how the last
-steps were idled away, else a fallback that names no mistake. If the honest solver cannot win the instance even from the start, the only
-decisive row is ``unsolvable_instance``: a label of the instance, never of the agent.
+steps were idled away, else a fallback that names no mistake. If the honest solver cannot win
+the instance even from the start, the only decisive row is ``unsolvable_instance``: a label of
+the instance, never of the agent.
 """
 
 from __future__ import annotations
