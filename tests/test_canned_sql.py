@@ -35,7 +35,8 @@ from companyos.events.types import (
     StepScored,
     ToolCalled,
 )
-from companyos.projections.diagnosis import LABELS, diagnose
+from companyos.projections.mistakes import LABELS
+from companyos.projections.mistakes import decisive as diagnose
 
 INSTANCES = [(FAMILY_NAMES[0], 1, 101), (FAMILY_NAMES[1], 2, 102), (FAMILY_NAMES[2], 3, 103)]
 INSTANCES += [(FAMILY_NAMES[0], 2, 104)]
