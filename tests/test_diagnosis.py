@@ -506,8 +506,15 @@ def test_any_action_sequence_gets_a_label(seed, task, difficulty, actions, quit_
     m = diagnose(records)
     ended = [rec.event for rec in records if rec.event.type == "EpisodeEnded"]
     assert ended
+    rows = mistakes(records)
+    steps = sum(isinstance(rec.event, ToolCalled) for rec in records)
+    for row in rows:  # every row is a documented label at a step of the episode
+        assert row.label in LABELS and row.evidence and 0 <= row.step <= steps
+        assert row.made_good_at is None or row.step < row.made_good_at <= steps
+        assert not (row.harmless and row.decisive)
     if ended[-1].outcome == "success":  # type: ignore[attr-defined]
-        assert m is None
+        assert m is None and not any(row.decisive for row in rows)
     else:
         assert m is not None
-        check_shape(m, sum(isinstance(rec.event, ToolCalled) for rec in records))
+        check_shape(m, steps)
+        assert [row for row in rows if row.decisive] == [m]

@@ -213,3 +213,58 @@ def test_the_warehouse_mistakes_table_is_the_projection(name: str):
     before = wh.con.execute("SELECT count(*) FROM mistakes").fetchall()
     wh.catch_up(env.store)
     assert wh.con.execute("SELECT count(*) FROM mistakes").fetchall() == before
+
+
+class RetriesLater(Flawed):
+    """A careful agent with another order of work: when a ticket change is refused by a
+    transient fault, it first looks at DataHub twice, then retries."""
+
+    name = "retries_later"
+
+    def setup(self) -> None:
+        self.pending: Any = None
+        self.detour = 0
+        self.fault_step: int | None = None
+
+    def choose(self, seen: Any, observation: Any) -> dict[str, Any]:
+        if self.detour:
+            self.detour -= 1
+            if self.detour == 0:
+                app, method, params = self.pending
+                return {"app": app, "method": method, "params": params}
+            return {"app": "datahub", "method": "list_metrics", "params": {}}
+        call = self.honest(seen)
+        refused = seen is not None and seen.error == "service_unavailable"
+        if refused and call[1] == "update_ticket" and self.fault_step is None:
+            self.pending, self.detour, self.fault_step = call, 2, self.step
+            return {"app": "datahub", "method": "list_metrics", "params": {}}
+        app, method, params = call
+        return {"app": app, "method": method, "params": params}
+
+
+def test_a_retry_is_judged_in_the_agent_s_own_order():
+    """Other work before the retry is not a missed retry; taking the change for done and going
+    on with the ticket is (the flawed agent, `agents/flawed/misses_retry.py`)."""
+    env = CompanyOSEnvironment()
+    later, missed = RetriesLater(), FLAWED["no_retry_after_fault"]()
+    checked = 0
+    for seed in range(6):
+        for family in FAMILY_NAMES:
+            r = play(env, later, seed=seed, task_id=family, difficulty=2)
+            if later.fault_step is None:
+                continue
+            checked += 1
+            rows = mistakes(env.store.read(r.episode_id))
+            assert not [
+                m
+                for m in rows
+                if m.label == "no_retry_after_fault"
+                and f"failed at step {later.fault_step} " in m.evidence
+            ], (family, seed, rows)
+            r = play(env, missed, seed=seed, task_id=family, difficulty=2)
+            rows = mistakes(env.store.read(r.episode_id))
+            at = {m.step for m in rows if m.label == "no_retry_after_fault"}
+            assert set(missed.made) <= at
+            if checked >= 5:
+                return
+    raise AssertionError(f"only {checked} episodes with a refused ticket change")

@@ -11,6 +11,11 @@ from companyos.domain.honest import Seen
 from .base import FAULTS, Call, Flawed, action
 
 
+def _depends(call: Call) -> bool:
+    """A request that stands on the tickets (an access request does not)."""
+    return call[1] == "submit_approval" and call[2].get("approval_type") != "data_access"
+
+
 class MissesRetry(Flawed):
     name = label = "no_retry_after_fault"
     counts_refused = True  # the refusals that matter are handled below
@@ -18,6 +23,7 @@ class MissesRetry(Flawed):
     def setup(self) -> None:
         self.last: Call | None = None
         self.owed = False
+        self.refused: tuple[Any, Any] | None = None
         self.tentative: tuple[int, str] | None = None
 
     def choose(self, seen: Seen | None, observation: CompanyOSObservation) -> dict[str, Any]:
@@ -31,18 +37,24 @@ class MissesRetry(Flawed):
                 self.owed = True
         if seen is not None and seen.error == "service_unavailable" and self.last is not None:
             app, method, params = self.last
-            if method == "update_ticket" and not self.made:
+            view = solver.tickets.get(str(params.get("ticket_id")))
+            if method == "update_ticket" and not self.made and view is not None:
                 # Believe it done: the view of the ticket now shows the change.
-                view = solver.tickets.get(str(params.get("ticket_id")))
-                if view is not None:
-                    view[str(params.get("field"))] = params.get("value")
+                view[str(params.get("field"))] = params.get("value")
                 solver.observe(seen)
                 solver.retry = False
                 solver.last = None
                 self.owed = True
+                self.refused = (params.get("ticket_id"), params.get("field"))
                 seen = None
         call = self.honest(seen)
-        if self.owed and (call[0] == "ticketdesk" or call[1] == "submit_approval"):
+        again = call[1] == "update_ticket" and self.refused == (
+            call[2].get("ticket_id"),
+            call[2].get("field"),
+        )
+        if again:
+            self.owed = False  # it retried after all (it had not believed the change done)
+        elif self.owed and (call[0] == "ticketdesk" or _depends(call)):
             self.owed = False
             self.mark()
             if call[0] == "ticketdesk":  # a ticket call refused in turn is not moving on
