@@ -29,6 +29,8 @@ class Flawed:
     name = "flawed"
     label = ""
     """The label the analysis should give a failure this flaw caused."""
+    flaw = ""
+    """Which flaw, when several agents' flaws share a label (a mix-up of tickets, of metrics)."""
     counts_refused = False
     """Whether a mistaken call that a fault refused still counts (it did not happen)."""
 

@@ -46,10 +46,10 @@ BAD_REFERENCE = frozenset(
         "unknown_approver",
         "role_not_found",
         "missing_data",
-        "not_rejected",
     }
 )
-"""Rejections that mean the arguments named nothing the call could act on (invalid_params)."""
+"""Rejections that mean the arguments named nothing the call could act on (invalid_params;
+escalating a request that was not rejected names the wrong one: wrong_object)."""
 
 EFFECTFUL = frozenset(
     {"update_ticket", "submit_approval", "escalate", "refresh_data", "query_metric"}
@@ -383,10 +383,32 @@ class Episode:
         metrics = [*self.goal.metrics, *(f.metric for f in atype.fields if f.metric)]
         data = self.data_defects(i, ev.metrics, ev.at, metrics)
         out += [(label, detail) for label, _, detail in data]
-        wrong = self._wrong_data(a, atype, {name for _, name, _ in data})
+        mixed = self._mixed_up_figures(i, a, atype)
+        if mixed:
+            out.append(("wrong_object", "; ".join(mixed.values())))
+        excused = {name for _, name, _ in data}
+        excused |= {f.metric for f in atype.fields if f.key in mixed and f.metric}
+        wrong = self._wrong_data(a, atype, excused)
         if wrong:
             out.append(("submitted_wrong_data", "; ".join(wrong)))
         out += self._routing(i, a)
+        return out
+
+    def _mixed_up_figures(self, i: int, a: Approval, atype: ApprovalType) -> dict[str, str]:
+        """Figures that are another metric's value, not the one the field asks for (a mix-up
+        of metrics, not a wrong number), by data key."""
+        out: dict[str, str] = {}
+        metrics = self.before[i].metrics
+        for f in atype.fields:
+            if f.kind != "metric" or not f.metric or f.key not in a.evidence.mismatched:
+                continue
+            shown = as_number(a.data.get(f.key))
+            if shown is None:
+                continue
+            for name, m in metrics.items():
+                if name != f.metric and shown in (m.value, m.true_value):
+                    out[f.key] = f"{f.key}={shown:g} is {name}, not {f.metric}"
+                    break
         return out
 
     def _wrong_data(self, a: Approval, atype: ApprovalType, excused: set[str]) -> list[str]:
@@ -480,7 +502,8 @@ class Episode:
         """A request of a type the task does not need, when more than collateral damage: in a
         decision task whose rule says decline or flag, pushing it through (or the bad data it
         rested on); elsewhere, a request that looked needed only on stale data (a stale
-        threshold asking for a sign-off the record does not). None: plain collateral."""
+        threshold asking for a sign-off the record does not) or on another metric's figure.
+        None: plain collateral."""
         s, c = self.steps[i], self.goal.criterion
         atype = self.before[i].approval_types.get(a.approval_type)
         ev = a.evidence
@@ -494,6 +517,15 @@ class Episode:
         defects = self.data_defects(i, ev.metrics, ev.at, [*self.goal.metrics, *fields])
         if not pushed:
             defects = [d for d in defects if d[0] == "used_stale_data"]
+            mixed = self._mixed_up_figures(i, a, atype) if atype is not None else {}
+            if mixed:  # it looked called for only on another metric's figure
+                why = "; ".join(mixed.values())
+                return Suspect(
+                    "wrong_object",
+                    s.step,
+                    f"requested {a.approval_type} ({a.approval_id}), which the task does not "
+                    f"need, on a mixed-up figure: {why}",
+                )
         if defects:  # it looked called for only on data the agent should not have trusted
             label, _, why = defects[0]
             return Suspect(

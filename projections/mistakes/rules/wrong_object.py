@@ -1,21 +1,24 @@
 """Doing the task's work on the wrong object: a ticket mix-up (setting on another ticket what
-the task asks of one of its own), or a request about another ticket than the task's."""
+the task asks of one of its own), a request about another ticket than the task's or carrying
+another metric's figure, or an escalation of a request that was not the rejected one."""
 
 from __future__ import annotations
 
 from collections.abc import Iterator
 
 from companyos.domain.model import normalize_ticket_id
-from companyos.events.types import FaultInjected
+from companyos.events.types import ActionRejected, ApprovalEscalated, FaultInjected
 
 from ..context import Episode, Suspect, param, text, understood
 
 LABEL = "wrong_object"
 DEFINITION = (
     "Did the task's work on the wrong object: set on another ticket a field the task asks of "
-    "one of its own tickets (a mix-up of tickets), or sent a request of a type the task needs "
-    "about another ticket. A ticket change is made good when it is put back (one that changed "
-    "nothing, when the work is done on the task's ticket); a request cannot be withdrawn."
+    "one of its own tickets (a mix-up of tickets), sent a request of a type the task needs "
+    "about another ticket or with another metric's figure in a field (a mix-up of metrics), or "
+    "escalated a request that was not the rejected one. A ticket change is made good when it "
+    "is put back (one that changed nothing, when the work is done on the task's ticket), an "
+    "escalation by a later one that went through; a request cannot be withdrawn."
 )
 
 
@@ -73,6 +76,26 @@ def find(ep: Episode) -> Iterator[Suspect]:
             f"set {item} to {param(call, 'value')!r}: the task asks that of {mine}, not {tid}",
             made_good,
         )
+    yield from ep.request_defects(LABEL)  # a figure taken from another metric
+    for req in ep.requests():
+        if req.approval.approval_type not in ep.allowed:
+            found = ep.unwanted_request(req.i, req.approval)
+            if found is not None and found.label == LABEL:
+                yield found
+    for i, s in enumerate(ep.steps):
+        if s.call.method != "escalate":
+            continue
+        for e in s.events:
+            if isinstance(e, ActionRejected) and e.code == "not_rejected":
+                aid = text(param(s.call, "approval_id")).upper()
+                yield Suspect(
+                    LABEL,
+                    s.step,
+                    f"escalated {aid}, which was not rejected: not the request to escalate",
+                    lambda i=i: ep.first_after(
+                        i, lambda t: any(isinstance(x, ApprovalEscalated) for x in t.events)
+                    ),
+                )
     for req in ep.requests():
         other = ep.names_other_ticket(req.approval)
         if other is not None:
