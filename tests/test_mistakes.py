@@ -9,6 +9,7 @@ the honest forks agree with a real honest play."""
 from __future__ import annotations
 
 import collections
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -23,7 +24,7 @@ from companyos.api import CompanyOSEnvironment
 from companyos.domain import FAMILY_NAMES
 from companyos.events.types import FaultInjected
 from companyos.projections.forks import SimulatedForks
-from companyos.projections.mistakes import LABELS, Mistake, analyse, decisive, mistakes
+from companyos.projections.mistakes import LABELS, RULES, Mistake, analyse, decisive, mistakes
 from companyos.projections.mistakes.context import PSEUDO_APP
 from companyos.projections.replay import replay
 
@@ -268,3 +269,18 @@ def test_a_retry_is_judged_in_the_agent_s_own_order():
             if checked >= 5:
                 return
     raise AssertionError(f"only {checked} episodes with a refused ticket change")
+
+
+def test_each_rule_is_one_module_found_by_itself():
+    """Adding a label is adding a module to rules/: the registry finds it, in its order."""
+    root = Path(__file__).resolve().parents[1]
+    files = sorted(p.stem for p in (root / "projections/mistakes/rules").glob("*.py"))
+    files.remove("__init__")
+    assert sorted(rule.LABEL for rule in RULES) == files
+    assert [rule.ORDER for rule in RULES] == sorted(rule.ORDER for rule in RULES)
+    for rule in RULES:
+        # What counts as the mistake, and what makes it good (or that nothing does).
+        assert "made good" in rule.DEFINITION.lower() or "never" in rule.DEFINITION, rule.LABEL
+    doc = (root / "docs" / "failure_taxonomy.md").read_text()
+    for label in LABELS:
+        assert f"| `{label}` |" in doc, label

@@ -1,58 +1,36 @@
-"""The label rules, in tie-break order (the workflow: the call itself, tickets, access, data,
-routing, outcomes), and the taxonomy: every label with its definition. Adding a label is adding
-a module to `rules/` and its name here."""
+"""The label rules and the taxonomy: every label with its definition.
+
+Each module of `rules/` is one label (``LABEL``, ``DEFINITION``, ``ORDER``, ``find``) and is
+found here by itself: adding a label is adding a module. ``ORDER`` places it in the tie-break
+order, which follows the workflow (the call itself, tickets, access, data, routing, outcomes);
+the verdicts about a whole episode come after (`verdicts`)."""
 
 from __future__ import annotations
 
+import importlib
+import pkgutil
 from types import ModuleType
 
-from . import verdicts
-from .rules import (
-    closed_blocked_ticket,
-    collateral_damage,
-    gave_up_after_rejection,
-    hallucinated_tool,
-    ignored_rate_limit,
-    invalid_params,
-    missing_access,
-    no_retry_after_fault,
-    no_tool_call,
-    premature_request,
-    pushed_infeasible_through,
-    routed_to_out_of_office,
-    skipped_data_read,
-    skipped_verification,
-    submitted_wrong_data,
-    undid_progress,
-    used_stale_data,
-    wrong_approver,
-    wrong_decision,
-    wrong_object,
-)
+from . import rules, verdicts
 
-RULES: tuple[ModuleType, ...] = (
-    no_tool_call,
-    hallucinated_tool,
-    invalid_params,
-    ignored_rate_limit,
-    no_retry_after_fault,
-    closed_blocked_ticket,
-    wrong_object,
-    collateral_damage,
-    undid_progress,
-    premature_request,
-    skipped_verification,
-    missing_access,
-    used_stale_data,
-    skipped_data_read,
-    submitted_wrong_data,
-    routed_to_out_of_office,
-    wrong_approver,
-    wrong_decision,
-    pushed_infeasible_through,
-    gave_up_after_rejection,
-)
-"""Rules that find mistakes at steps, each one label."""
+
+def _discover() -> tuple[ModuleType, ...]:
+    found = [
+        importlib.import_module(f"{rules.__name__}.{info.name}")
+        for info in pkgutil.iter_modules(rules.__path__)
+    ]
+    for module in found:
+        for name in ("LABEL", "DEFINITION", "ORDER", "find"):
+            if not hasattr(module, name):
+                raise TypeError(f"rule module {module.__name__} has no {name}")
+    labels = [m.LABEL for m in found]
+    if len(set(labels)) != len(labels):
+        raise TypeError(f"two rule modules share a label: {sorted(labels)}")
+    return tuple(sorted(found, key=lambda m: (m.ORDER, m.LABEL)))
+
+
+RULES: tuple[ModuleType, ...] = _discover()
+"""Rules that find mistakes at steps, each one label, in tie-break order."""
 
 LABELS: dict[str, str] = {
     **{rule.LABEL: rule.DEFINITION for rule in RULES},

@@ -11,6 +11,7 @@ from companyos.events.types import ActionRejected
 from ..context import Episode, Suspect, param, text
 
 LABEL = "closed_blocked_ticket"
+ORDER = 60
 DEFINITION = (
     "Tried to close one of the task's tickets while it was blocked instead of resolving the "
     "blocker first. Made good once the ticket is unblocked."

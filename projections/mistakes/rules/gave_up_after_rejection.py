@@ -21,6 +21,7 @@ from ...replay import StepRecord
 from ..context import Episode, Suspect, param, text
 
 LABEL = "gave_up_after_rejection"
+ORDER = 200
 DEFINITION = (
     "A correct request was rejected by the approver (who asked for it to be escalated); the "
     "agent saw the rejection and polled it again, requested something else as if it were "

@@ -14,6 +14,7 @@ from ...replay import StepRecord
 from ..context import PSEUDO_APP, Episode, Suspect, meant, param, text, understood
 
 LABEL = "hallucinated_tool"
+ORDER = 20
 DEFINITION = (
     "Called a tool that does not exist (an unknown app or method). Made good only by a later "
     "call of a real tool it meant (same app intent, same ticket, metric or request, same field "

@@ -10,6 +10,7 @@ from companyos.events.types import FaultInjected
 from ..context import Episode, Suspect
 
 LABEL = "ignored_rate_limit"
+ORDER = 40
 DEFINITION = (
     "Called a rate-limited service again before the retry-after it was given (every call "
     "counts, so hammering keeps it closed). Made good by a later call that got through."

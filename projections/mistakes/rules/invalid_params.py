@@ -10,6 +10,7 @@ from companyos.events.types import ActionRejected, InvalidAction
 from ..context import BAD_REFERENCE, PSEUDO_APP, READS, Episode, Suspect, tool, understood
 
 LABEL = "invalid_params"
+ORDER = 30
 DEFINITION = (
     "Called a real tool with parameters it cannot accept: malformed or missing arguments, or "
     "an id or name that names nothing. Made good by a later call of the same tool that it "

@@ -9,6 +9,7 @@ from companyos.events.types import ActionRejected
 from ..context import Episode, Suspect, find_metric, param
 
 LABEL = "missing_access"
+ORDER = 120
 DEFINITION = (
     "Needed data from a restricted dataset and had not requested access to it: was refused "
     "the data, or submitted or decided on it. Made good by a later access request."

@@ -17,6 +17,7 @@ from ...replay import StepRecord
 from ..context import EFFECTFUL, Episode, Suspect, describe, param, purpose, text
 
 LABEL = "no_retry_after_fault"
+ORDER = 50
 DEFINITION = (
     "A call that would have changed the world was refused by the service (transient fault, "
     "rate limit, outage) and, in the agent's own order of work, was not made again when it "

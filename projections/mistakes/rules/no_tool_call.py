@@ -8,6 +8,7 @@ from collections.abc import Iterator
 from ..context import PSEUDO_APP, Episode, Suspect, text, understood
 
 LABEL = "no_tool_call"
+ORDER = 10
 DEFINITION = (
     "Replied without calling a tool (prose, an empty reply, a call the agent could not "
     "write): it gave up or did not act. Made good when it goes back to work with a real call."

@@ -7,6 +7,7 @@ from collections.abc import Iterator
 from ..context import Episode, Suspect
 
 LABEL = "skipped_data_read"
+ORDER = 140
 DEFINITION = (
     "Submitted or decided on a metric without reading its current value first (the number, "
     "if right, was not confirmed), or before access to it was granted. Made good by a later "

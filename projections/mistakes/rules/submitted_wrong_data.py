@@ -9,6 +9,7 @@ from companyos.domain import goals
 from ..context import Episode, Suspect
 
 LABEL = "submitted_wrong_data"
+ORDER = 150
 DEFINITION = (
     "Put data into a request or a task ticket that does not match the system of record or "
     "the task: a figure, a prior approval, a text field, or a ticket field value. Made good by "

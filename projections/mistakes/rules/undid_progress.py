@@ -9,6 +9,7 @@ from companyos.domain import goals
 from ..context import Episode, Suspect
 
 LABEL = "undid_progress"
+ORDER = 90
 DEFINITION = (
     "Reverted work the task needs: un-verified a task ticket, moved it off the status the "
     "task asks for, or withdrew a right decision. Made good when the work is back."

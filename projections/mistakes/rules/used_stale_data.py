@@ -7,6 +7,7 @@ from collections.abc import Iterator
 from ..context import Episode, Suspect
 
 LABEL = "used_stale_data"
+ORDER = 130
 DEFINITION = (
     "Submitted or decided on a metric while its served value was stale, never refreshed. "
     "Made good by a later request (or decision) on fresh data, or the goal achieved."

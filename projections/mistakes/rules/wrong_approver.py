@@ -7,6 +7,7 @@ from collections.abc import Iterator
 from ..context import Episode, Suspect
 
 LABEL = "wrong_approver"
+ORDER = 170
 DEFINITION = (
     "Sent a request to someone in the office who cannot approve it (not the role holder nor "
     "their acting delegate). Made good by a later request for the same thing to the right "

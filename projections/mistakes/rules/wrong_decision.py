@@ -7,6 +7,7 @@ from collections.abc import Iterator
 from ..context import Episode, Suspect
 
 LABEL = "wrong_decision"
+ORDER = 180
 DEFINITION = (
     "Decided a decision task on fresh data against its rule: declined or flagged what "
     "qualified, or chose the wrong one of decline and flag. Made good when the ticket later "

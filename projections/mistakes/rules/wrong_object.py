@@ -12,6 +12,7 @@ from companyos.events.types import ActionRejected, ApprovalEscalated, FaultInjec
 from ..context import Episode, Suspect, param, text, understood
 
 LABEL = "wrong_object"
+ORDER = 70
 DEFINITION = (
     "Did the task's work on the wrong object: set on another ticket a field the task asks of "
     "one of its own tickets (a mix-up of tickets), sent a request of a type the task needs "
