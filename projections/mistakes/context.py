@@ -403,8 +403,9 @@ class Episode:
             if f.kind != "metric" or not f.metric or f.key not in a.evidence.mismatched:
                 continue
             shown = as_number(a.data.get(f.key))
-            if shown is None:
-                continue
+            right = metrics.get(f.metric)
+            if shown is None or (right is not None and shown in (right.value, right.true_value)):
+                continue  # the right metric's figure (stale or not): not a mix-up
             for name, m in metrics.items():
                 if name != f.metric and shown in (m.value, m.true_value):
                     out[f.key] = f"{f.key}={shown:g} is {name}, not {f.metric}"
