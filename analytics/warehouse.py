@@ -7,8 +7,8 @@ the checkpoint moves to the page's last position. A crash leaves the warehouse a
 the last committed page, consistent, and the next catch-up continues from there.
 
 Episodes are derived by the projections (``replay``, ``projections.mistakes``), each distinct
-stream once:
-streams with the same hash chain (a deterministic agent's trials of one instance) share rows.
+stream once: streams with the same hash chain (a deterministic agent's trials of one instance)
+share rows.
 
 How rows reach DuckDB, measured on 200,000 events of the benchmark's log (its two "events
 only" lines compare the first and the third on every run): an Arrow table read by ``INSERT ...
@@ -181,9 +181,10 @@ def _episode_row(rows: Sequence[RawEvent], started: Event, r: Replay) -> tuple[A
 
 
 def _failure_row(eid: str, events: Sequence[Event], r: Replay) -> tuple[Any, ...] | None:
+    found = analysis_of(eid, events, r)  # also every mistake, for `load_mistakes`
     if r.outcome is None or r.outcome == "success":
         return None
-    mistake = analysis_of(eid, events, r).decisive
+    mistake = found.decisive
     if mistake is None:
         return None
     return (eid, mistake.label, mistake.step, mistake.detail, None, False)
