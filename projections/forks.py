@@ -45,6 +45,8 @@ listing that changes nothing. A test checks that the two are the same call."""
 
 FAILED = frozenset({"timeout", "abandoned", "failure"})
 PLAYERS = ("honest", "oracle")
+_SOLVABLE: dict[tuple[object, ...], bool] = {}
+"""Whether an instance is solved from the start, by (instance, budget, player, limits)."""
 
 
 class Continuation(NamedTuple):
@@ -171,8 +173,27 @@ class SimulatedForks:
     oracle_wins_from = wins_from  # the name callers of the oracle-only version used
 
     def solvable(self) -> bool:
-        """Whether the player solves the instance from the start with the episode's budget."""
-        return self.wins_from(0)
+        """Whether the player solves the instance from the start with the episode's budget.
+        The same for every episode of the instance (same seed, same draws, nothing read yet),
+        so it is remembered per instance and budget."""
+        info = self.replay.setup.info
+        assert info is not None
+        key = (
+            info.scenario,
+            info.seed,
+            info.difficulty,
+            info.max_steps,
+            self._versions[0],
+            self.player,
+            self.limits,
+        )
+        won = _SOLVABLE.get(key)
+        if won is None:
+            if len(_SOLVABLE) >= 65_536:
+                _SOLVABLE.clear()
+            won = _SOLVABLE[key] = self.wins_from(0)
+        self._wins[0] = won
+        return won
 
     def point_of_no_return(self) -> int | None:
         """The last step k from which the player still wins; None for an episode that did not
