@@ -165,9 +165,12 @@ def analyse(
     if r.outcome not in FAILED:
         return Analysis(rows, None)
     forks = SimulatedForks(records, limits, r)
-    decisive = replace(_decide(ep, rows, forks, episode_id), decisive=True)
-    out = [decisive if m == replace(decisive, decisive=False) else m for m in rows]
-    if decisive not in out:
+    chosen = _decide(ep, rows, forks, episode_id)
+    decisive = replace(chosen, decisive=True)
+    out = list(rows)
+    if chosen in out:  # a row of the table (the first such: rows may repeat word for word)
+        out[out.index(chosen)] = decisive
+    else:  # a verdict (fixed too late, idling, a fallback, the instance's label)
         out.append(decisive)
         out.sort(key=lambda m: (m.step, RANK[m.label]))
     ponr = forks.point_of_no_return() if with_point_of_no_return else None
