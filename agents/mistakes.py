@@ -1,4 +1,4 @@
-"""Scripted mistake agents: for each label of the failure taxonomy (`projections.diagnosis`), an
+"""Scripted mistake agents: for each label of the failure taxonomy (`projections.mistakes`), an
 agent that makes exactly that mistake and otherwise plays as well as the oracle. They are the
 fixtures that show the diagnosis names what went wrong, and at the step it went wrong.
 

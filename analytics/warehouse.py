@@ -6,8 +6,9 @@ its whole stream (``steps``, ``episodes``, ``failures`` rows deleted and inserte
 the checkpoint moves to the page's last position. A crash leaves the warehouse at the end of
 the last committed page, consistent, and the next catch-up continues from there.
 
-Episodes are derived by the projections (``replay``, ``diagnose``), each distinct stream once:
-streams with the same hash chain (a deterministic agent's trials of one instance) share rows.
+Episodes are derived by the projections (``replay``, ``projections.mistakes``), each distinct
+stream once: streams with the same hash chain (a deterministic agent's trials of one instance)
+share rows.
 
 How rows reach DuckDB, measured on 200,000 events of the benchmark's log (its two "events
 only" lines compare the first and the third on every run): an Arrow table read by ``INSERT ...
@@ -49,9 +50,10 @@ from companyos.events.types import (
     FaultInjected,
     InvalidAction,
 )
-from companyos.projections.diagnosis import LABELS, diagnose
+from companyos.projections.mistakes import LABELS
 from companyos.projections.replay import Replay, StepRecord, replay
 
+from .mistakes_table import analysis_of, load_mistakes
 from .source import EventParser, RawEvent, read_prefix, read_raw
 
 PAGE_SIZE = 50_000
@@ -179,9 +181,10 @@ def _episode_row(rows: Sequence[RawEvent], started: Event, r: Replay) -> tuple[A
 
 
 def _failure_row(eid: str, events: Sequence[Event], r: Replay) -> tuple[Any, ...] | None:
+    found = analysis_of(eid, events, r)  # also every mistake, for `load_mistakes`
     if r.outcome is None or r.outcome == "success":
         return None
-    mistake = diagnose(events, r)
+    mistake = found.decisive
     if mistake is None:
         return None
     return (eid, mistake.label, mistake.step, mistake.detail, None, False)
@@ -189,7 +192,7 @@ def _failure_row(eid: str, events: Sequence[Event], r: Replay) -> tuple[Any, ...
 
 def derive(rows: Sequence[RawEvent], events: Sequence[Event]) -> Derived:
     """The rows of one whole episode stream (``rows`` as stored, ``events`` their models), from
-    the projections: replay, and diagnose for a failure."""
+    the projections: replay, and the decisive mistake of a failure."""
     r = replay(events)
     eid = rows[0].stream
     return Derived(
@@ -476,6 +479,7 @@ class Warehouse:
             con.begin()
             self._append_events(page)
             self._replace(rows, existing)
+            load_mistakes(con, episodes)  # the `mistakes` table (analytics.mistakes_table)
             self._refresh_taxonomy()
             con.execute("UPDATE checkpoint SET position = $p", {"p": page[-1].position})
             con.commit()

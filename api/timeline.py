@@ -8,10 +8,9 @@ from typing import Any
 
 from fastapi import APIRouter, HTTPException, Query
 
-from companyos.analytics.no_return import point_of_no_return
 from companyos.events import EventStore
 from companyos.events.store import RecordedEvent
-from companyos.projections.diagnosis import diagnose
+from companyos.projections.mistakes import analyse
 from companyos.projections.replay import Replay, replay
 from companyos.projections.timeline import UNDIAGNOSED, Diagnosis, FailureLabel, timeline
 
@@ -23,14 +22,16 @@ MAX_PAGE = 500
 
 def diagnosis_of(records: list[RecordedEvent], r: Replay) -> Diagnosis:
     """Failure analysis of an ended, failed episode, worked out on the spot: both parts are
-    pure folds of its stream (the point of no return replays simulated forks, a few ms), so
+    pure folds of its stream (the decisive mistake and the point of no return play
+    simulated honest forks), so
     the viewer never shows a label that is out of date with the log. ``r``: its `replay`."""
-    mistake = diagnose(records, r)
+    found = analyse(records, r, with_point_of_no_return=True)
+    mistake = found.decisive
     if mistake is None:
         return UNDIAGNOSED
     return Diagnosis(
-        failure=FailureLabel(mistake.label, mistake.step, mistake.detail),
-        point_of_no_return=point_of_no_return(records, replayed=r),
+        failure=FailureLabel(mistake.label, mistake.step, mistake.evidence),
+        point_of_no_return=found.point_of_no_return,
     )
 
 

@@ -18,12 +18,14 @@ DEFAULT_WAREHOUSE = "data/warehouse.duckdb"
 
 DESCRIPTION = """\
 Load the event log into a DuckDB warehouse (incrementally: only what was appended since the
-last run; --rebuild starts over), label every failed episode with its first unrecovered mistake
-and its point of no return (the last step from which the oracle, taking over, still succeeds),
-then answer questions about it.
+last run; --rebuild starts over), list every mistake of every episode, label every failed
+episode with its decisive mistake and its point of no return (the last step from which the
+honest solver, taking over with only observations, still succeeds), then answer questions.
 
 tables: events, steps (one row per tool call), episodes, failures (label, step, detail,
-point_of_no_return), taxonomy (label, description); see analytics/sql/schema.sql.
+point_of_no_return), mistakes (episode_id, step, label, evidence, made_good_at, decisive,
+harmless), taxonomy (label, description); see analytics/sql/schema.sql and
+docs/failure_taxonomy.md.
 
 With no --query, --sql or --report, every canned report is printed. --sql runs one read-only
 statement in the sandbox (a read-only snapshot, no file or network access, memory and time
@@ -231,7 +233,7 @@ def add_warehouse_args(p: argparse.ArgumentParser) -> None:
     p.add_argument(
         "--skip-no-return",
         action="store_true",
-        help="do not work out points of no return (a few ms per new failed episode)",
+        help="do not work out points of no return (honest forks per new failed episode)",
     )
     p.add_argument("--quiet", action="store_true", help="no progress or status lines")
 

@@ -3,8 +3,8 @@ summaries."""
 
 from __future__ import annotations
 
-from .diagnosis import LABELS, Mistake, diagnose
 from .milestones import Milestone, MilestoneGraph, achieved, milestones_for, progress
+from .mistakes import LABELS, Mistake, analyse, decisive, mistakes
 from .observation import render_result, render_world, tool_manifest
 from .replay import Replay, StepRecord, cached_rewards, replay, resume
 from .reward import (
@@ -33,13 +33,15 @@ __all__ = [
     "StepRecord",
     "StepScore",
     "achieved",
+    "analyse",
     "cached_rewards",
-    "diagnose",
+    "decisive",
     "dominance_margin",
     "get_profile",
     "headline",
     "initial_score",
     "milestones_for",
+    "mistakes",
     "progress",
     "render_result",
     "render_world",

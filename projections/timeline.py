@@ -23,7 +23,7 @@ from .world_diff import IDENTITY_KEYS, Change, diff
 @dataclass(frozen=True, slots=True)
 class FailureLabel:
     label: str
-    """What went wrong: a key of `projections.diagnosis.LABELS` (e.g. "used_stale_data")."""
+    """What went wrong: a key of `projections.mistakes.LABELS` (e.g. "used_stale_data")."""
     step: int | None
     """The step of the first unrecovered mistake (None when no single step is to blame)."""
     detail: str = ""
@@ -32,7 +32,7 @@ class FailureLabel:
 
 @dataclass(frozen=True, slots=True)
 class Diagnosis:
-    """Why an episode failed: its first unrecovered mistake (`projections.diagnosis`) and its
+    """Why an episode failed: its decisive mistake (`projections.mistakes`) and its
     point of no return (`analytics.no_return`). Both None for a success or a running episode."""
 
     failure: FailureLabel | None = None

@@ -124,6 +124,15 @@ COLUMNS: dict[str, tuple[str, ...]] = {
         "point_of_no_return",
         "no_return_checked",
     ),
+    "mistakes": (
+        "episode_id",
+        "step",
+        "label",
+        "evidence",
+        "made_good_at",
+        "decisive",
+        "harmless",
+    ),
     "taxonomy": ("label", "description"),
 }
 
@@ -161,6 +170,7 @@ def fill_warehouse(path: Path, *, seed: int = 7, instances: int = 12) -> Filled:
     steps: list[tuple[Any, ...]] = []
     events: list[tuple[Any, ...]] = []
     failures: list[tuple[Any, ...]] = []
+    mistakes: list[tuple[Any, ...]] = []
     position = 0
     serial = 0
 
@@ -290,6 +300,19 @@ def fill_warehouse(path: Path, *, seed: int = 7, instances: int = 12) -> Filled:
                             checked,
                         )
                     )
+                    # The decisive mistake, and a failed read corrected at once before it.
+                    mistakes.append((episode_id, 1, "invalid_params", "a bad read", 2, False, True))
+                    mistakes.append(
+                        (
+                            episode_id,
+                            first_bad or 1,
+                            label,
+                            f"{label} in {family}",
+                            None,
+                            True,
+                            False,
+                        )
+                    )
                 forked = serial == 5
                 episodes.append(
                     (
@@ -324,6 +347,7 @@ def fill_warehouse(path: Path, *, seed: int = 7, instances: int = 12) -> Filled:
         _insert(con, "steps", steps)
         _insert(con, "episodes", episodes)
         _insert(con, "failures", failures)
+        _insert(con, "mistakes", mistakes)
         _insert(con, "taxonomy", list(LABELS.items()))
         con.execute("INSERT INTO checkpoint VALUES (?)", [position])
         con.execute("CHECKPOINT")

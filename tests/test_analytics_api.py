@@ -15,7 +15,8 @@ from companyos.analytics.no_return import point_of_no_return
 from companyos.analytics.queries import CANNED
 from companyos.api import CompanyOSEnvironment
 from companyos.events.sql import SQLEventStore, sqlite_url
-from companyos.projections.diagnosis import LABELS, diagnose
+from companyos.projections.mistakes import LABELS
+from companyos.projections.mistakes import decisive as diagnose
 
 from .serving import running_server
 

@@ -35,7 +35,8 @@ from companyos.events.types import (
     StepScored,
     ToolCalled,
 )
-from companyos.projections.diagnosis import LABELS, diagnose
+from companyos.projections.mistakes import LABELS, Mistake, mistakes
+from companyos.projections.mistakes import decisive as diagnose
 
 INSTANCES = [(FAMILY_NAMES[0], 1, 101), (FAMILY_NAMES[1], 2, 102), (FAMILY_NAMES[2], 3, 103)]
 INSTANCES += [(FAMILY_NAMES[0], 2, 104)]
@@ -154,6 +155,7 @@ def test_every_query_has_a_title_a_description_and_runs(data: Dataset):
         "failure_taxonomy",
         "noise_by_instance",
         "noise_floor",
+        "every_mistake",
     }
     for name, q in CANNED.items():
         assert q.name == name and q.title and len(q.description) > 80
@@ -369,6 +371,32 @@ def test_failure_taxonomy(data: Dataset):
         data.wh.con.execute(
             "UPDATE failures SET point_of_no_return = NULL, no_return_checked = false"
         )
+
+
+def test_every_mistake(data: Dataset):
+    cells: dict[tuple[str, str], list[Mistake]] = defaultdict(list)
+    for p in data.played:
+        for m in mistakes(data.store.read(p.episode_id)):
+            cells[(p.agent, m.label)].append(m)
+            cells[("(all)", m.label)].append(m)
+    want = [
+        {
+            "agent": agent,
+            "label": label,
+            "mistakes": len(ms),
+            "episodes": len({m.episode_id for m in ms}),
+            "decisive": sum(m.decisive for m in ms),
+            "made_good": sum(m.made_good_at is not None for m in ms),
+            "harmless": sum(m.harmless for m in ms),
+            "description": LABELS[label],
+        }
+        for (agent, label), ms in cells.items()
+    ]
+    assert any(w["decisive"] for w in want) and any(w["made_good"] for w in want)
+    check(data, "every_mistake", lambda r: (r["agent"], r["label"]), want)
+    failed = sum(p.outcome != "success" for p in data.played)
+    [(decisive,)] = data.wh.con.execute("SELECT count(*) FROM mistakes WHERE decisive").fetchall()
+    assert decisive == failed  # one decisive mistake per failed episode
 
 
 def _noise(data: Dataset) -> dict[tuple[str, str], list[Played]]:

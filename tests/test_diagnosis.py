@@ -1,13 +1,16 @@
-"""Causal failure analysis (`projections.diagnosis`): every taxonomy label is what a scripted
-agent that makes exactly that mistake gets, at the step it made it; successes, running
-episodes and the oracle get no mistake; mistakes made good later are not blamed; and every
-failure of the naive and random baselines gets a documented label."""
+"""Failure analysis (`projections.mistakes`) with the privileged scripted mistake agents
+(`agents.mistakes`): each agent's mistake is in the mistakes table at the step it made it, and
+the idling and fallback agents get their label as the decisive one; successes, running
+episodes and the oracle get no mistake; mistakes made good later are not decisive; and every
+failure of the naive and random baselines gets a documented label. The observation-only flawed
+agents and the decisive label are tested in tests/test_mistakes.py."""
 
 from __future__ import annotations
 
 import collections
 import re
 from collections.abc import Callable
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -26,7 +29,8 @@ from companyos.agents.mistakes import (
 from companyos.api import CompanyOSEnvironment, CompanyOSObservation
 from companyos.domain import FAMILY_NAMES, World, plan
 from companyos.events.types import ApprovalDecided, EpisodeEnded, FaultInjected, ToolCalled
-from companyos.projections.diagnosis import FALLBACKS, IDLING, LABELS, Mistake, diagnose
+from companyos.projections.mistakes import FALLBACKS, IDLING, LABELS, Mistake, mistakes
+from companyos.projections.mistakes import decisive as diagnose
 
 from .helpers import acting, af, dh, request_data, retry, task_metric, world
 from .strategies import ORACLE, action, resolve
@@ -53,6 +57,10 @@ REQUIRED = (
 )
 
 
+OWN_ORDER = ("missing_access", "no_retry_after_fault", "gave_up_after_rejection")
+"""Omissions the scripted agents place where the oracle would have acted."""
+
+
 def diagnosed(env: CompanyOSEnvironment, episode_id: str) -> Mistake | None:
     return diagnose(env.store.read(episode_id))
 
@@ -60,11 +68,11 @@ def diagnosed(env: CompanyOSEnvironment, episode_id: str) -> Mistake | None:
 def check_shape(m: Mistake, steps: int) -> None:
     """A label of the taxonomy, a step within the episode (none for a fallback), words."""
     assert m.label in LABELS
-    assert m.detail
-    if m.label in FALLBACKS:
-        assert m.step is None
+    assert m.evidence
+    if m.label == "unsolvable_instance":
+        assert m.step == 0
     else:
-        assert m.step is not None and 1 <= m.step <= steps
+        assert 0 <= m.step <= steps
 
 
 # ---------------------------------------------------------------------------- the taxonomy
@@ -84,7 +92,14 @@ def test_the_taxonomy_is_complete_stable_and_documented():
 def test_every_label_has_a_mistake_agent():
     # `finished_wrong` is a safety net for a failure nothing more specific explains: every
     # agent that finishes wrong makes a mistake some other label names.
-    assert set(MISTAKE_AGENTS) == set(LABELS) - {"finished_wrong"}
+    # The labels new with observation-only analysis have flawed agents (agents.flawed).
+    assert set(MISTAKE_AGENTS) == set(LABELS) - {
+        "finished_wrong",
+        "fixed_too_late",
+        "unsolvable_instance",
+        "no_tool_call",
+        "wrong_object",
+    }
     env = CompanyOSEnvironment()
     for label, factory in MISTAKE_AGENTS.items():
         agent = factory(env)
@@ -94,8 +109,8 @@ def test_every_label_has_a_mistake_agent():
 # ---------------------------------------------------------------------------- each mistake
 
 
-@pytest.mark.parametrize("label", [x for x in LABELS if x != "finished_wrong"])
-def test_each_mistake_agent_gets_its_label_at_the_step_it_made_it(label):
+@pytest.mark.parametrize("label", list(MISTAKE_AGENTS))
+def test_each_mistake_agent_s_mistake_is_in_the_table_at_its_step(label):
     found = find_instances(label, 2)
     assert len(found) == 2, f"no instance where {label} can be made"
     for family, difficulty, seed in found:
@@ -103,15 +118,29 @@ def test_each_mistake_agent_gets_its_label_at_the_step_it_made_it(label):
         agent = MISTAKE_AGENTS[label](env)
         r = play(env, agent, seed=seed, task_id=family, difficulty=difficulty)
         assert r.outcome in ("failure", "timeout", "abandoned"), (label, family, difficulty, seed)
-        m = diagnosed(env, r.episode_id)
+        records = env.store.read(r.episode_id)
+        m = diagnose(records)
         assert m is not None
         check_shape(m, r.steps)
+        rows = mistakes(records)
+        assert sum(x.decisive for x in rows) == 1 and m in rows
         where = f"{family}-d{difficulty}-s{seed}: {m}"
-        assert m.label == label, where
+        if label in FALLBACK_LABELS or label in IDLING:
+            assert m.label == label, where
         if label in FALLBACK_LABELS:
             assert agent.mistake_step is None
-        else:
-            assert m.step == agent.mistake_step is not None, where
+        elif label not in IDLING:
+            assert agent.mistake_step is not None, where
+            # The scripted agent changes another ticket's field, one the task asks of its own
+            # ticket: a mix-up of objects in the new taxonomy.
+            accepted = {label, "wrong_object"} if label == "collateral_damage" else {label}
+            if label in OWN_ORDER:
+                # Judged in the agent's own order: due when it moved on, not when the oracle
+                # would have acted (the scripted agent marks the oracle's step).
+                at = [x.label for x in rows if x.step >= agent.mistake_step]
+            else:
+                at = [x.label for x in rows if x.step == agent.mistake_step]
+            assert accepted & set(at), (where, at)
 
 
 # ---------------------------------------------------------------------------- no mistake
@@ -158,12 +187,15 @@ def test_the_oracle_cut_short_is_never_blamed_for_a_mistake():
                 seen["rejection"] += sum(
                     isinstance(e, ApprovalDecided) and e.cause == "chance" for e in events
                 )
-    # The budget itself cut short: an episode the environment ended.
+    # The budget itself cut short: an episode the environment ended. No player can finish in
+    # so few steps: a label of the instance (its budget), not of the oracle.
     for family in FAMILY_NAMES[:4]:
         for cut in (1, 3, 5):
             r = play(env, oracle, seed=3, task_id=family, difficulty=2, max_steps=cut)
             m = diagnosed(env, r.episode_id)
-            assert (m is None) if r.outcome == "success" else (m and m.label == "ran_out_of_steps")
+            assert (
+                (m is None) if r.outcome == "success" else (m and m.label == "unsolvable_instance")
+            )
     assert labels["ran_out_of_steps"] > 500
     assert seen["fault"] > 50 and seen["rejection"] > 20  # recoveries were exercised
 
@@ -217,6 +249,11 @@ def _baseline_status(w: World) -> str:
     return w.baseline[_other(w)].status
 
 
+def _changed_status(w: World) -> str:
+    """A status the other ticket does not have (a real change, not a no-op)."""
+    return "open" if w.tickets[_other(w)].status == "in_progress" else "in_progress"
+
+
 RECOVERED: dict[str, tuple[list[Callable[[World], Any]], str]] = {
     # a recovered mistake, then what it is called when nothing makes it good
     "tool_corrected": (
@@ -233,7 +270,7 @@ RECOVERED: dict[str, tuple[list[Callable[[World], Any]], str]] = {
     "field_set_right": ([lambda w: _update(_main(w), "priority", "low")], "submitted_wrong_data"),
     "other_ticket_put_back": (
         [
-            lambda w: _update(_other(w), "status", "in_progress"),
+            lambda w: _update(_other(w), "status", _changed_status(w)),
             lambda w: _update(_other(w), "status", _baseline_status(w)),
         ],
         "looped",  # put back by its own second call: only the idling (from step 1) is left
@@ -343,7 +380,7 @@ def test_stale_data_counts_unless_resubmitted_with_fresh_data(resubmit):
     m = diagnosed(env, eid)
     assert m is not None
     if resubmit:
-        assert m.label == "abandoned" and m.step is None, m
+        assert m.label == "abandoned", m
     else:
         assert (m.label, m.step) == ("used_stale_data", stale_step), m
         assert metric in m.detail
@@ -360,7 +397,8 @@ def test_plain_events_and_stored_records_get_the_same_diagnosis():
         difficulty=difficulty,
     )
     records = env.store.read(r.episode_id)
-    assert diagnose(records) == diagnose([rec.event for rec in records])
+    plain = diagnose([rec.event for rec in records])
+    assert plain is not None and diagnose(records) == replace(plain, episode_id=r.episode_id)
     assert diagnose(records) == diagnose(records)  # pure: same log, same answer
 
 
@@ -468,8 +506,15 @@ def test_any_action_sequence_gets_a_label(seed, task, difficulty, actions, quit_
     m = diagnose(records)
     ended = [rec.event for rec in records if rec.event.type == "EpisodeEnded"]
     assert ended
+    rows = mistakes(records)
+    steps = sum(isinstance(rec.event, ToolCalled) for rec in records)
+    for row in rows:  # every row is a documented label at a step of the episode
+        assert row.label in LABELS and row.evidence and 0 <= row.step <= steps
+        assert row.made_good_at is None or row.step < row.made_good_at <= steps
+        assert not (row.harmless and row.decisive)
     if ended[-1].outcome == "success":  # type: ignore[attr-defined]
-        assert m is None
+        assert m is None and not any(row.decisive for row in rows)
     else:
         assert m is not None
-        check_shape(m, sum(isinstance(rec.event, ToolCalled) for rec in records))
+        check_shape(m, steps)
+        assert [row for row in rows if row.decisive] == [m]

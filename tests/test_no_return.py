@@ -1,6 +1,8 @@
-"""The point of no return (analytics.no_return): right on hand-built episodes whose answer is
-known in advance, the same as real forks played on by the oracle agent for every step of a
-sample of failed naive and random episodes, and None where nothing was lost."""
+"""The point of no return (analytics.no_return) with the privileged oracle as the player
+(``player="oracle"``, kept for comparisons): right on hand-built episodes whose answer is known
+in advance, the same as real forks played on by the oracle agent for every step of a sample of
+failed naive and random episodes, and None where nothing was lost. The default player, the
+honest solver, is tested in tests/test_mistakes.py."""
 
 from __future__ import annotations
 
@@ -25,6 +27,8 @@ from companyos.domain import FAMILY_NAMES, plan
 from companyos.events import RecordedEvent
 
 from .helpers import af, request_data, td, world
+
+ORACLE = "oracle"
 
 # ---------------------------------------------------------------------------- helpers
 
@@ -113,8 +117,8 @@ def test_an_approval_pushed_through_a_flag_task_is_lost_the_step_it_is_sent():
     oracle_call(env)  # and the flag, right but too late to count: the request is collateral
     assert world(env).outcome == "failure"  # a decision finishes the work, right or wrong
     records = stream(env)
-    assert point_of_no_return(records) == good
-    assert lost_at(records) == good + 1
+    assert point_of_no_return(records, player=ORACLE) == good
+    assert lost_at(records, player=ORACLE) == good + 1
 
 
 @pytest.mark.parametrize(
@@ -133,10 +137,10 @@ def test_a_decline_that_came_too_late(task: str, decision: str):
         oracle_call(env)
     assert world(env).outcome == "timeout"
     records = stream(env)
-    assert point_of_no_return(records) == budget - length
-    assert lost_at(records) == budget - length + 1
+    assert point_of_no_return(records, player=ORACLE) == budget - length
+    assert lost_at(records, player=ORACLE) == budget - length + 1
     # Neither later: from the step after, one step is missing.
-    forks = SimulatedForks(records)
+    forks = SimulatedForks(records, player=ORACLE)
     assert forks.continue_from(budget - length).steps == budget
     assert forks.continue_from(budget - length + 1).outcome == "timeout"
 
@@ -148,7 +152,7 @@ def test_an_agent_that_only_wastes_steps(task: str):
     dawdle(env)
     assert world(env).outcome == "timeout"
     length, budget = oracle_length(11, task, 0)
-    assert point_of_no_return(stream(env)) == budget - length
+    assert point_of_no_return(stream(env), player=ORACLE) == budget - length
 
 
 def test_a_budget_the_oracle_cannot_meet_even_from_the_start_gives_none():
@@ -158,7 +162,10 @@ def test_a_budget_the_oracle_cannot_meet_even_from_the_start_gives_none():
     dawdle(env)
     records = stream(env)
     assert world(env).outcome == "timeout"
-    assert point_of_no_return(records) is None and lost_at(records) is None
+    assert (
+        point_of_no_return(records, player=ORACLE) is None
+        and lost_at(records, player=ORACLE) is None
+    )
 
 
 def test_an_abandoned_episode_still_winnable_was_lost_by_walking_away():
@@ -172,8 +179,8 @@ def test_an_abandoned_episode_still_winnable_was_lost_by_walking_away():
     env.reset(seed=6, task_id="vendor_onboarding", difficulty=0)  # walks away from the first
     records = env.store.read(source[0].stream)
     assert records[-1].event.type == "EpisodeEnded" and records[-1].event.outcome == "abandoned"
-    assert point_of_no_return(records) == 2
-    assert lost_at(records) is None
+    assert point_of_no_return(records, player=ORACLE) == 2
+    assert lost_at(records, player=ORACLE) is None
     assert real_fork(env, source[0].stream, 2)[0] == "success"
 
 
@@ -182,7 +189,7 @@ def test_a_fork_after_the_end_is_refused_like_a_real_one():
     env.reset(seed=2, task_id="vendor_onboarding", difficulty=0, max_steps=3)
     dawdle(env)
     records = stream(env)
-    forks = SimulatedForks(records)
+    forks = SimulatedForks(records, player=ORACLE)
     assert list(forks.forkable) == [0, 1, 2]
     with pytest.raises(ValueError):
         forks.continue_from(3)
@@ -200,16 +207,19 @@ def test_successes_and_running_episodes_give_none():
     for seed in range(12):
         r = play(env, oracle, seed=seed, task_id=FAMILY_NAMES[seed], difficulty=1 + seed % 3)
         assert r.outcome == "success"
-        assert point_of_no_return(stream(env)) is None and lost_at(stream(env)) is None
+        assert (
+            point_of_no_return(stream(env), player=ORACLE) is None
+            and lost_at(stream(env), player=ORACLE) is None
+        )
         r = play(env, naive, seed=seed, task_id=FAMILY_NAMES[seed], difficulty=1)
         if r.outcome == "success":
             seen_naive_success = True
-            assert point_of_no_return(stream(env)) is None
+            assert point_of_no_return(stream(env), player=ORACLE) is None
     assert seen_naive_success
     env.reset(seed=1, task_id="purchase_order", difficulty=2)
     td(env, "list_tickets")
     assert world(env).outcome is None
-    assert point_of_no_return(stream(env)) is None
+    assert point_of_no_return(stream(env), player=ORACLE) is None
 
 
 # ---------------------------------------------------------------------------- agreement with forks
@@ -256,7 +266,7 @@ def test_the_simulation_agrees_with_real_forks_at_every_step(difficulty: int):
     abandoned = lost_some_wins = not_monotone = 0
     for source in sources:
         records = env.store.read(source)
-        forks = SimulatedForks(records)
+        forks = SimulatedForks(records, player=ORACLE)
         abandoned += forks.outcome == "abandoned"
         wins: list[bool] = []
         for k in forks.forkable:
@@ -271,7 +281,7 @@ def test_the_simulation_agrees_with_real_forks_at_every_step(difficulty: int):
             wins.append(real[0] == "success")
         assert wins[0], f"{source}: the oracle loses from the start"
         expected = max(k for k, won in zip(forks.forkable, wins, strict=True) if won)
-        assert point_of_no_return(records) == expected
+        assert point_of_no_return(records, player=ORACLE) == expected
         lost_some_wins += not all(wins)
         not_monotone += any(not a and b for a, b in itertools.pairwise(wins))
     assert abandoned >= 1
@@ -286,7 +296,7 @@ def test_the_batch_helper_gives_the_same_answers_with_and_without_workers():
     env = CompanyOSEnvironment()
     sources = failed_sample(env, 2)[:8]
     streams = [env.store.read(s) for s in sources]
-    singles = [point_of_no_return(s) for s in streams]
-    assert points_of_no_return(streams) == singles
-    assert points_of_no_return(streams, workers=2) == singles
+    singles = [point_of_no_return(s, player=ORACLE) for s in streams]
+    assert points_of_no_return(streams, player=ORACLE) == singles
+    assert points_of_no_return(streams, workers=2, player=ORACLE) == singles
     assert points_of_no_return([]) == [] == points_of_no_return([], workers=2)

@@ -373,6 +373,7 @@ def test_the_tables_listed_in_messages_are_the_schema(snap):
         "steps",
         "episodes",
         "failures",
+        "mistakes",
         "taxonomy",
         "checkpoint",
     }

@@ -28,7 +28,7 @@ from companyos.agents import RandomAgent, in_process_oracle, play
 from companyos.analytics.no_return import point_of_no_return
 from companyos.api import CompanyOSEnvironment
 from companyos.events.sql import SQLEventStore, sqlite_url
-from companyos.projections.diagnosis import diagnose
+from companyos.projections.mistakes import decisive as diagnose
 
 from .serving import running_server
 

@@ -1,7 +1,7 @@
 """The DuckDB warehouse: a full load equals an incremental catch-up in any number of pages and
-rounds, on every store backend; its rows are the projections' (replay, summarize, diagnose);
-episodes continued after a catch-up are re-derived; rebuild gives the same tables; a page is
-all or nothing.
+rounds, on every store backend; its rows are the projections' (replay, summarize, the
+decisive mistake); episodes continued after a catch-up are re-derived; rebuild gives the same
+tables; a page is all or nothing.
 
 PostgreSQL runs when COMPANYOS_TEST_POSTGRES_URL is set; each test gets a fresh schema."""
 
@@ -22,7 +22,8 @@ from companyos.domain import FAMILY_NAMES
 from companyos.events import EventStore, InMemoryEventStore
 from companyos.events.sql import SQLEventStore, sqlite_url
 from companyos.events.types import ToolCalled
-from companyos.projections.diagnosis import LABELS, diagnose
+from companyos.projections.mistakes import LABELS
+from companyos.projections.mistakes import decisive as diagnose
 from companyos.projections.reward import get_profile
 from companyos.projections.summary import summarize
 

@@ -58,17 +58,31 @@ CREATE TABLE IF NOT EXISTS episodes (
     last_position    BIGINT  NOT NULL    -- global position of the episode's last loaded event
 );
 
--- One row per ended, failed episode: its first unrecovered mistake (projections.diagnosis)
--- and the point of no return (analytics.no_return; set by Warehouse.set_points_of_no_return,
--- NULL until then, and after it when there is no such step: no_return_checked tells which).
+-- One row per ended, failed episode: its decisive mistake (projections.mistakes: the earliest
+-- after which the honest solver, taking over, can no longer succeed) and the point of no return
+-- (analytics.no_return; set by Warehouse.set_points_of_no_return, NULL until then, and after it
+-- when there is no such step: no_return_checked tells which).
 CREATE TABLE IF NOT EXISTS failures (
     episode_id         VARCHAR NOT NULL,
-    label              VARCHAR NOT NULL,  -- a taxonomy label (projections.diagnosis.LABELS)
-    step               INTEGER,           -- the step of that mistake (NULL: no single step)
+    label              VARCHAR NOT NULL,  -- a taxonomy label (projections.mistakes.LABELS)
+    step               INTEGER,           -- the step of that mistake (0: the instance's label)
     detail             VARCHAR NOT NULL,  -- what happened, in words
-    point_of_no_return INTEGER,           -- the last step after which the oracle still succeeds
+    point_of_no_return INTEGER,           -- the last step after which the honest solver,
+                                          -- taking over, still succeeds
     no_return_checked  BOOLEAN NOT NULL DEFAULT false  -- point_of_no_return was computed (it may
                                                       -- be NULL even then: no such step)
+);
+
+-- Every mistake of every episode, one row each at its step (projections.mistakes; loaded by
+-- analytics.mistakes_table). Per failed episode exactly one row is decisive.
+CREATE TABLE IF NOT EXISTS mistakes (
+    episode_id   VARCHAR NOT NULL,
+    step         INTEGER NOT NULL,   -- the step it was made at (0: unsolvable_instance)
+    label        VARCHAR NOT NULL,   -- a taxonomy label (docs/failure_taxonomy.md)
+    evidence     VARCHAR NOT NULL,   -- what happened, in words, naming the objects involved
+    made_good_at INTEGER,            -- the step a later call made it good; NULL: never
+    decisive     BOOLEAN NOT NULL,   -- the mistake that lost the failed episode
+    harmless     BOOLEAN NOT NULL    -- a failed read corrected later: never decisive
 );
 
 -- The taxonomy itself, so SQL can join on the definitions.

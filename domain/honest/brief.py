@@ -12,6 +12,7 @@ from __future__ import annotations
 import re
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from functools import lru_cache
 
 TICKET = r"TKT-\d+"
 NAME = r"[A-Z][a-z]+ [A-Z][a-z]+"
@@ -346,11 +347,14 @@ def read_brief(text: str, family: str) -> Brief:
     return reader(text)
 
 
+@lru_cache(maxsize=4096)
 def slug(text: str) -> str:
-    """Letters and digits only, lower case: how names are compared across apps."""
+    """Letters and digits only, lower case: how names are compared across apps. Cached: the
+    same few names are compared at every step (failure analysis plays many forks)."""
     return "".join(c for c in text.lower() if c.isalnum())
 
 
+@lru_cache(maxsize=4096)
 def matches(hints: tuple[str, ...], *texts: str) -> bool:
     hay = slug(" ".join(texts))
     return all(slug(h) in hay for h in hints)

@@ -1,9 +1,9 @@
 -- Failure taxonomy
 --
--- Why episodes failed: each ended, failed episode is labelled with its first unrecovered
--- mistake (projections.diagnosis). Per label, how many failures and their share of the agent's
+-- Why episodes failed: each ended, failed episode is labelled with its decisive mistake
+-- (projections.mistakes). Per label, how many failures and their share of the agent's
 -- failures, the mean step of the mistake, and the mean point of no return (the last step from
--- which the oracle could still have won; over the failures where it is computed and exists),
+-- which the honest solver could still have won; over the failures where it is computed),
 -- with the label's definition. First over every agent (agent '(all)'), then per agent; forks
 -- are left out.
 WITH failed AS (

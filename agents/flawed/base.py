@@ -1,0 +1,82 @@
+"""The base of the flawed agents: an observation-only agent with one realistic flaw.
+
+Each plays like a careful agent that sees only what any client sees (the honest solver,
+`domain.honest`, reading the task text and each observation) and departs from it at the one
+point its flaw is about, the way an LLM agent with that habit would. It records the steps at
+which it made its mistake (``made``), so tests can check the analysis finds each one at its
+step, and names the label the analysis should give its failures (``label``)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from companyos.api.models import CompanyOSObservation
+from companyos.domain.honest import HonestSolver, Seen
+
+Call = tuple[str, str, dict[str, Any]]
+FAULTS = frozenset({"service_unavailable", "rate_limited", "service_down"})
+
+
+def action(call: Call) -> dict[str, Any]:
+    app, method, params = call
+    return {"app": app, "method": method, "params": params}
+
+
+class Flawed:
+    """An observation-only agent; subclasses override `choose` and call `mark` when the call
+    they return is their mistake."""
+
+    name = "flawed"
+    label = ""
+    """The label the analysis should give a failure this flaw caused."""
+    flaw = ""
+    """Which flaw, when several agents' flaws share a label (a mix-up of tickets, of metrics)."""
+    counts_refused = False
+    """Whether a mistaken call that a fault refused still counts (it did not happen)."""
+
+    def __init__(self) -> None:
+        self.solver: HonestSolver | None = None
+        self.made: list[int] = []
+        self.step = 0
+        self.remaining = 0
+
+    def reset(self, observation: CompanyOSObservation) -> None:
+        if observation.task_id is None:
+            raise ValueError("a flawed agent needs the observation of a reset (task and family)")
+        self.solver = HonestSolver(observation.task, observation.task_id)
+        self.made = []
+        self.started = False
+        self.setup()
+
+    def setup(self) -> None:
+        """Per-episode state of the flaw."""
+
+    def act(self, observation: CompanyOSObservation) -> dict[str, Any]:
+        assert self.solver is not None, "reset() first"
+        seen = None
+        if self.started:
+            seen = Seen(
+                observation.clock_minutes,
+                observation.last_result,
+                observation.message,
+                observation.error,
+            )
+        self.started = True
+        refused = observation.error in FAULTS
+        if refused and not self.counts_refused and self.made and self.made[-1] == observation.step:
+            self.made.pop()  # the service refused it: the mistake was not made
+        self.step = observation.step
+        self.remaining = observation.steps_remaining
+        return self.choose(seen, observation)
+
+    def honest(self, seen: Seen | None) -> Call:
+        """What the careful agent would call next (after seeing ``seen``)."""
+        assert self.solver is not None
+        return self.solver.act(seen)
+
+    def choose(self, seen: Seen | None, observation: CompanyOSObservation) -> dict[str, Any]:
+        return action(self.honest(seen))
+
+    def mark(self) -> None:
+        """The call being returned (the next step) is the mistake."""
+        self.made.append(self.step + 1)
