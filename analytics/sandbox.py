@@ -32,10 +32,23 @@ INSERT, UPDATE, DELETE, DROP, ALTER, CHECKPOINT, PIVOT statements, transactions,
 statements) is refused. Table functions and ``current_setting`` stay usable: they read, and
 what could reach outside the file is stopped by the configuration.
 
-Each query runs in a worker thread; when the timeout expires the connection is interrupted
-(``con.interrupt()``) and the caller gets a `QueryFailed` at once. At most ``max_rows`` rows
-are returned (the result is streamed, so a huge result is never materialised), with
-``truncated`` set when there were more. Values are converted to JSON-ready Python values.
+Names, checked with DuckDB's own tokenizer (so string literals and comments do not count):
+functions that describe the database's surroundings or read files are not callable
+(``duckdb_databases()``, ``duckdb_settings()``, ``duckdb_extensions()``, ``pragma_*``,
+``read_*``, ``glob``, ``getenv``, ...; `HIDDEN`, `HIDDEN_PREFIXES`), nor ``query()``, which
+would run a string as SQL past every check; ``current_setting`` reads only the sandbox's own
+limits (`READABLE_SETTINGS`). The catalogue of the warehouse's own tables stays readable
+(``duckdb_tables()``, ``duckdb_columns()``, ``DESCRIBE``, ``SHOW TABLES``): no answer names a
+file, a directory or a setting of the server.
+
+Each query runs in a process of its own, forked from a forkserver, whose address space is
+capped at ``memory_limit`` plus `HEADROOM` (``RLIMIT_AS``): DuckDB's ``memory_limit`` counts only
+its buffer manager, and a string built by ``repeat`` or ``string_agg`` is not in it. At the
+timeout the process is killed, so no query outlives its answer. At most `MAX_CONCURRENT` run at
+once (the rest wait up to their timeout, then get `SandboxBusy`), which bounds the memory of
+all of them together. At most ``max_rows`` rows are returned (the result is streamed, so a huge
+result is never materialised), with ``truncated`` set when there were more. Values are
+converted to JSON-ready Python values.
 """
 
 from __future__ import annotations
@@ -79,8 +92,7 @@ MAX_SQL_CHARS = 100_000
 
 SNAPSHOT_SUFFIX = ".duckdb"
 GRACE_S = 2.0
-"""How long a timed-out query may take to honour the interrupt before its thread is left to
-finish on its own (the caller is answered either way)."""
+"""How long a query process may take to exit after its answer (or after it is killed)."""
 
 
 def _schema_tables() -> tuple[str, ...]:
@@ -163,6 +175,7 @@ def check_statement(sql: str) -> str:
     (statement,) = statements
     kind = statement.type
     if kind == duckdb.StatementType.SELECT:
+        _check_names(sql)
         return statement.query
     if kind == duckdb.StatementType.EXPLAIN:
         # EXPLAIN ANALYZE runs what it explains: it is only as safe as its inner statement.
@@ -170,6 +183,7 @@ def check_statement(sql: str) -> str:
         if inner != statement.query:
             explained = _parse(inner)
             if len(explained) == 1 and explained[0].type == duckdb.StatementType.SELECT:
+                _check_names(sql)
                 return statement.query
         raise QueryRefused("EXPLAIN is allowed only in front of a single SELECT")
     name = str(kind).rsplit(".", 1)[-1]
@@ -178,6 +192,93 @@ def check_statement(sql: str) -> str:
         f"SHOW, SUMMARIZE, EXPLAIN SELECT); this is a {name} statement, which could change or "
         f"reach outside the snapshot; {_HINT}"
     )
+
+
+HIDDEN_PREFIXES = ("duckdb_", "pragma_", "read_", "parquet_", "sniff_", "iceberg_", "delta_")
+"""Functions that describe the database's surroundings (its file, its settings, directories,
+extensions, secrets, temporary files, memory) or read files: not callable from the sandbox,
+whatever the configuration would let them show."""
+VISIBLE = frozenset(
+    {
+        "duckdb_tables",
+        "duckdb_columns",
+        "duckdb_views",
+        "duckdb_schemas",
+        "duckdb_types",
+        "duckdb_keywords",
+        "duckdb_functions",
+        "duckdb_constraints",
+        "duckdb_indexes",
+        "duckdb_sequences",
+        "duckdb_dependencies",
+    }
+)
+"""The catalogue functions that show only the warehouse's own tables and DuckDB's types."""
+HIDDEN = frozenset(
+    {
+        "query",  # runs a string as SQL: would get round every check on names
+        "query_table",
+        "getenv",
+        "glob",
+        "which_secret",
+        "sql_auto_complete",
+        "getvariable",
+        "force_checkpoint",
+        "enable_logging",
+        "disable_logging",
+        "truncate_duckdb_logs",
+    }
+)
+READABLE_SETTINGS = frozenset(
+    {
+        "threads",
+        "memory_limit",
+        "access_mode",
+        "enable_external_access",
+        "lock_configuration",
+        "autoload_known_extensions",
+        "autoinstall_known_extensions",
+        "allow_community_extensions",
+        "allow_persistent_secrets",
+        "timezone",
+        "default_order",
+    }
+)
+"""What ``current_setting('...')`` may read: the sandbox's own limits, no path or directory."""
+
+
+def _check_names(sql: str) -> None:
+    """Refuse a query that names a function of `HIDDEN` (or of `HIDDEN_PREFIXES` but not
+    `VISIBLE`), or reads a setting outside `READABLE_SETTINGS`. Names are read from DuckDB's
+    own tokenizer, so text in string literals and comments is not mistaken for a call."""
+    tokens = duckdb.tokenize(sql)
+    words: list[tuple[str, str]] = []
+    for i, (at, kind) in enumerate(tokens):
+        end = tokens[i + 1][0] if i + 1 < len(tokens) else len(sql)
+        words.append((sql[at:end].strip(), str(kind).rsplit(".", 1)[-1]))
+    for i, (word, kind) in enumerate(words):
+        if kind != "identifier":
+            continue
+        name = word.strip('"').lower()
+        if name == "current_setting":
+            following = words[i + 1 : i + 4]
+            setting = following[1][0].strip("'").lower() if len(following) == 3 else ""
+            if (
+                [k for _, k in following] == ["operator", "string_const", "operator"]
+                and following[0][0] == "("
+                and following[2][0] == ")"
+                and setting in READABLE_SETTINGS
+            ):
+                continue
+            raise QueryRefused(
+                "current_setting may read only "
+                f"{', '.join(sorted(READABLE_SETTINGS))}, named in quotes; {_HINT}"
+            )
+        if name in HIDDEN or (name.startswith(HIDDEN_PREFIXES) and name not in VISIBLE):
+            raise QueryRefused(
+                f"{name} is not available in the sandbox (it reveals the server's files, "
+                f"settings or environment, or runs other SQL); {_HINT}"
+            )
 
 
 def _parse(sql: str) -> list[Any]:
@@ -310,23 +411,73 @@ def _prune(dest: Path, stem: str, *, keep: Path) -> None:
 
 # --- running a query ---------------------------------------------------------------------------
 
-_CONNECT_LOCK = threading.Lock()
+MAX_CONCURRENT = max(1, int(os.environ.get("COMPANYOS_SANDBOX_QUERIES", "2")))
+"""Sandboxed queries running at once in this process; more wait (up to their timeout), then
+get `SandboxBusy`. Each may use its memory limit plus `HEADROOM`, so this bounds the total."""
+HEADROOM = 512 * 2**20
+"""Address space a query's process may use beyond DuckDB's ``memory_limit``: the interpreter,
+DuckDB's code and what DuckDB allocates outside its buffer manager, which ``memory_limit``
+does not count (a string built by ``repeat``, say). It caps the whole process."""
+
+_SLOTS = threading.BoundedSemaphore(MAX_CONCURRENT)
 _LIVE_LOCK = threading.Lock()
-_LIVE: dict[int, tuple[threading.Thread, duckdb.DuckDBPyConnection]] = {}
-"""Queries still running (by worker thread), so that exit can stop them first."""
+_LIVE: set[Any] = set()
+"""Query processes still running, so that exit can stop them first."""
+_PEAK = {"kib": 0, "queries": 0}
+"""The largest peak resident size of any query process so far (kiB), and queries run."""
+_CTX: Any = None
+
+
+class SandboxBusy(QueryFailed):
+    """Every sandbox slot stayed taken for the whole timeout."""
+
+
+def high_water_kib() -> int:
+    """The largest peak resident memory (VmHWM, kiB) of any query process this process ran."""
+    return _PEAK["kib"]
+
+
+def address_space_limit(memory_limit: str) -> int:
+    """Bytes of address space a query process may map: ``memory_limit`` plus `HEADROOM`."""
+    return parse_size(memory_limit) + HEADROOM
+
+
+_UNITS = {"": 1, "b": 1, "kb": 1000, "mb": 1000**2, "gb": 1000**3, "tb": 1000**4}
+_UNITS |= {"kib": 2**10, "mib": 2**20, "gib": 2**30, "tib": 2**40, "k": 2**10}
+_UNITS |= {"m": 2**20, "g": 2**30, "t": 2**40}
+
+
+def parse_size(size: str) -> int:
+    """``512MB`` -> bytes (DuckDB's units: KB, MB, GB are powers of 1000, KiB, MiB, GiB of
+    1024)."""
+    found = re.fullmatch(r"\s*(\d+(?:\.\d+)?)\s*([a-zA-Z]*)\s*", size)
+    if not found or found.group(2).lower() not in _UNITS:
+        raise ValueError(f"not a memory size: {size!r} (say 512MB)")
+    return int(float(found.group(1)) * _UNITS[found.group(2).lower()])
+
+
+def _context() -> Any:
+    """Query processes fork from a forkserver: a small, single-threaded process with DuckDB
+    already imported (a fork takes milliseconds; forking the server itself, with its threads
+    and connections, would not be safe)."""
+    global _CTX
+    if _CTX is None:
+        import multiprocessing
+
+        ctx = multiprocessing.get_context("forkserver")
+        ctx.set_forkserver_preload(["companyos.analytics.sandbox"])
+        _CTX = ctx
+    return _CTX
 
 
 @atexit.register
 def _stop_live_queries() -> None:
-    # A daemon thread still inside DuckDB when the interpreter finalises aborts the process
-    # ("terminate called ... exception not rethrown"): interrupt, and give each a moment.
     with _LIVE_LOCK:
-        live = list(_LIVE.values())
-    for _worker, con in live:
-        with contextlib.suppress(duckdb.Error):
-            con.interrupt()
-    for worker, _con in live:
-        worker.join(GRACE_S)
+        live = list(_LIVE)
+    for process in live:
+        with contextlib.suppress(Exception):
+            process.kill()
+            process.join(GRACE_S)
 
 
 def _open(snapshot_path: Path, memory_limit: str, threads: int) -> duckdb.DuckDBPyConnection:
@@ -363,6 +514,63 @@ def _open(snapshot_path: Path, memory_limit: str, threads: int) -> duckdb.DuckDB
     return con
 
 
+_CONNECT_LOCK = threading.Lock()
+
+
+def _peak_kib() -> int:
+    with contextlib.suppress(OSError, ValueError, IndexError):
+        for line in Path("/proc/self/status").read_text().splitlines():
+            if line.startswith("VmHWM:"):
+                return int(line.split()[1])
+    return 0
+
+
+def _child(conn: Any, path: str, text: str, memory_limit: str, threads: int, max_rows: int) -> None:
+    """The query process: caps its own address space, runs the query, sends back the result
+    or what went wrong, and its memory high-water mark."""
+    import resource
+
+    limit = address_space_limit(memory_limit)
+    resource.setrlimit(resource.RLIMIT_CORE, (0, 0))
+    resource.setrlimit(resource.RLIMIT_AS, (limit, limit))
+    try:
+        con = _open(Path(path), memory_limit, threads)
+        try:
+            started = time.perf_counter()
+            con.execute(text)
+            columns = [d[0] for d in con.description or []]
+            types = [str(d[1]) for d in con.description or []]
+            # The result streams: only max_rows + 1 rows are ever produced.
+            fetched = con.fetchmany(max_rows + 1)
+            result = QueryResult(
+                columns=columns,
+                rows=[[jsonable(v) for v in row] for row in fetched[:max_rows]],
+                truncated=len(fetched) > max_rows,
+                seconds=round(time.perf_counter() - started, 6),
+                types=types,
+            )
+        finally:
+            con.close()
+        reply: tuple[Any, ...] = ("ok", result)
+    except QueryFailed as e:
+        reply = ("failed", e.message)
+    except MemoryError:
+        reply = ("memory", "")
+    except duckdb.Error as e:
+        reply = ("duckdb", type(e).__name__, _hide(_first_line(e), path))
+    try:
+        conn.send((*reply, _peak_kib()))
+    except MemoryError:
+        conn.send(("memory", "", _peak_kib()))
+
+
+def _hide(message: str, path: str) -> str:
+    """A DuckDB message with the snapshot's path and folder taken out."""
+    for where in (path, str(Path(path).parent)):
+        message = message.replace(where, "the snapshot")
+    return message
+
+
 def run_query(
     snapshot_path: str | os.PathLike[str],
     sql: str,
@@ -373,73 +581,84 @@ def run_query(
     max_rows: int = 10_000,
 ) -> QueryResult:
     """Run one read-only statement on a snapshot file (see `snapshot`) under the sandbox's
-    limits. Raises `QueryRefused` (policy) or `QueryFailed` (SQL error, limits, timeout)."""
+    limits. Raises `QueryRefused` (policy) or `QueryFailed` (SQL error, limits, timeout;
+    `SandboxBusy` when every slot stayed taken for ``timeout_s``).
+
+    The query runs in a process of its own whose address space is capped (`HEADROOM` above
+    ``memory_limit``), so no function, inside DuckDB's buffer manager or not, can take more;
+    at the timeout that process is killed, so nothing of the query keeps running."""
     text = check_statement(sql)
     path = Path(snapshot_path)
     if not path.is_file():
         raise QueryFailed(f"no warehouse snapshot at {path}: build the warehouse first")
-    con = _open(path, memory_limit, threads)
-
-    outcome: dict[str, Any] = {}
-
-    def work() -> None:
+    address_space_limit(memory_limit)  # a bad size is the caller's error, raised here
+    started = time.monotonic()
+    if not _SLOTS.acquire(timeout=timeout_s):
+        raise SandboxBusy(
+            f"{MAX_CONCURRENT} queries are already running, each for up to {timeout_s:g} s: "
+            "retry shortly"
+        )
+    try:
+        ctx = _context()
+        receiver, sender = ctx.Pipe(duplex=False)
+        process = ctx.Process(
+            target=_child,
+            args=(sender, str(path.resolve()), text, memory_limit, threads, max_rows),
+            name="companyos-sql-sandbox",
+            daemon=True,
+        )
+        with _LIVE_LOCK:
+            process.start()
+            _LIVE.add(process)
+        sender.close()
+        ready, reply = False, None
         try:
-            started = time.perf_counter()
-            con.execute(text)
-            columns = [d[0] for d in con.description or []]
-            types = [str(d[1]) for d in con.description or []]
-            # The result streams: only max_rows + 1 rows are ever produced.
-            fetched = con.fetchmany(max_rows + 1)
-            seconds = time.perf_counter() - started
-            outcome["result"] = QueryResult(
-                columns=columns,
-                rows=[[jsonable(v) for v in row] for row in fetched[:max_rows]],
-                truncated=len(fetched) > max_rows,
-                seconds=round(seconds, 6),
-                types=types,
-            )
-        except BaseException as e:
-            outcome["error"] = e
+            left = max(0.0, timeout_s - (time.monotonic() - started))
+            ready = receiver.poll(left)
+            if ready:
+                with contextlib.suppress(EOFError, OSError):
+                    reply = receiver.recv()
         finally:
-            with contextlib.suppress(duckdb.Error):
-                con.close()
+            if process.is_alive() and reply is None:
+                process.kill()
+            process.join(GRACE_S)
+            if process.is_alive():
+                process.kill()
+                process.join()
+            receiver.close()
             with _LIVE_LOCK:
-                _LIVE.pop(threading.get_ident(), None)
-
-    worker = threading.Thread(target=work, name="companyos-sql-sandbox", daemon=True)
-    with _LIVE_LOCK:
-        worker.start()
-        assert worker.ident is not None
-        _LIVE[worker.ident] = (worker, con)
-    # Joined, not just signalled: a thread left inside DuckDB when the interpreter exits
-    # aborts the process.
-    worker.join(timeout_s)
-    if worker.is_alive():
-        with contextlib.suppress(duckdb.Error):
-            con.interrupt()
-        worker.join(GRACE_S)
+                _LIVE.discard(process)
+    finally:
+        _SLOTS.release()
+    if reply is None and not ready:
         raise QueryFailed(
             f"the query was stopped after {timeout_s:g} s (the time limit): add a WHERE or a "
             "LIMIT, aggregate instead of listing, or avoid cross joins"
         )
-    error = outcome.get("error")
-    if error is None:
-        result: QueryResult = outcome["result"]
+    _PEAK["queries"] += 1
+    if reply is None:  # the process died without a word: only the memory cap does that
+        reply = ("memory", "", 0)
+    _PEAK["kib"] = max(_PEAK["kib"], int(reply[-1]))
+    kind = reply[0]
+    if kind == "ok":
+        result: QueryResult = reply[1]
         return result
-    if isinstance(error, duckdb.InterruptException):
-        raise QueryFailed(f"the query was interrupted (time limit {timeout_s:g} s)") from None
-    if isinstance(error, duckdb.OutOfMemoryException):
-        raise QueryFailed(
-            f"the query needs more than the {memory_limit} memory limit: aggregate, filter or "
-            "add a LIMIT"
-        ) from None
-    if isinstance(error, duckdb.PermissionException):
-        raise QueryRefused(
-            f"{_first_line(error)}: queries may read only the warehouse's tables; {_HINT}"
-        ) from None
-    if isinstance(error, duckdb.Error):
-        raise QueryFailed(f"{_first_line(error)}; {_HINT}") from None
-    raise error
+    if kind == "failed":
+        raise QueryFailed(reply[1])
+    memory = (
+        f"the query needs more than the {memory_limit} memory limit: aggregate, filter or "
+        "add a LIMIT"
+    )
+    if kind == "memory":
+        raise QueryFailed(memory)
+    name, message = reply[1], reply[2]
+    if name == "OutOfMemoryException" or "bad_alloc" in message or "Out of Memory" in message:
+        raise QueryFailed(memory)
+    if name == "InterruptException":
+        raise QueryFailed(f"the query was interrupted (time limit {timeout_s:g} s)")
+    if name == "PermissionException":
+        raise QueryRefused(f"{message}: queries may read only the warehouse's tables; {_HINT}")
+    raise QueryFailed(f"{message}; {_HINT}")
 
 
 def _first_line(e: BaseException) -> str:

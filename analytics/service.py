@@ -11,6 +11,9 @@ rest follow on later requests (the column says NULL until then).
 
 from __future__ import annotations
 
+import contextlib
+import os
+import re
 import shutil
 import tempfile
 import threading
@@ -27,7 +30,10 @@ from .report import render_report, report_data
 from .sandbox import QueryResult, jsonable, run_query, snapshot
 from .warehouse import Warehouse
 
-__all__ = ["NO_RETURN_BUDGET", "LiveAnalytics", "UnknownQuery"]
+__all__ = ["NO_RETURN_BUDGET", "LiveAnalytics", "UnknownQuery", "sweep_stale"]
+
+PREFIX = "companyos-analytics-"
+"""Each process's private folder is ``PREFIX<pid>-<random>`` in the temporary directory."""
 
 NO_RETURN_BUDGET = 300
 """Failed episodes whose point of no return one request may work out (about 1 s)."""
@@ -43,11 +49,12 @@ class LiveAnalytics:
         self._dir: Path | None = None
         self._warehouse: Warehouse | None = None
         self._lock = threading.Lock()
+        sweep_stale()
 
     def _fresh(self) -> Warehouse:
         """The warehouse, caught up with the store (call with the lock held)."""
         if self._warehouse is None:
-            self._dir = Path(tempfile.mkdtemp(prefix="companyos-analytics-"))
+            self._dir = Path(tempfile.mkdtemp(prefix=f"{PREFIX}{os.getpid()}-"))
             self._warehouse = Warehouse(self._dir / "warehouse.duckdb")
         wh = self._warehouse
         wh.catch_up(self.store)
@@ -93,3 +100,32 @@ class LiveAnalytics:
             if self._dir is not None:
                 shutil.rmtree(self._dir, ignore_errors=True)
                 self._dir = None
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:  # someone else's process: alive
+        return True
+    return True
+
+
+def sweep_stale(tmp: str | os.PathLike[str] | None = None) -> list[Path]:
+    """Delete the analytics folders (a full copy of the log each) that processes killed
+    without a shutdown left behind: those whose owner process no longer runs. Returns what
+    was deleted. A folder of a live process, or of another user, is left alone."""
+    removed: list[Path] = []
+    root = Path(tmp if tmp is not None else tempfile.gettempdir())
+    with contextlib.suppress(OSError):
+        for folder in root.glob(f"{PREFIX}*"):
+            found = re.match(rf"{re.escape(PREFIX)}(\d+)-", folder.name)
+            if not found or not folder.is_dir() or folder.stat().st_uid != os.getuid():
+                continue
+            pid = int(found.group(1))
+            if pid == os.getpid() or _alive(pid):
+                continue
+            shutil.rmtree(folder, ignore_errors=True)
+            removed.append(folder)
+    return removed

@@ -17,7 +17,13 @@ from fastapi.responses import HTMLResponse, JSONResponse, Response
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from companyos.analytics.queries import CANNED
-from companyos.analytics.sandbox import MAX_SQL_CHARS, QueryFailed, QueryRefused, SnapshotError
+from companyos.analytics.sandbox import (
+    MAX_SQL_CHARS,
+    QueryFailed,
+    QueryRefused,
+    SandboxBusy,
+    SnapshotError,
+)
 from companyos.analytics.service import LiveAnalytics, UnknownQuery
 
 MAX_ROWS = 10_000
@@ -108,6 +114,8 @@ def build_analytics_router(analytics: LiveAnalytics) -> APIRouter:
                 result = await _warehouse(
                     analytics.query, body.sql, timeout_s=TIMEOUT_S, max_rows=body.max_rows
                 )
+        except SandboxBusy as exc:  # the server's state, not the request's fault
+            raise HTTPException(503, str(exc), headers={"Retry-After": "1"}) from None
         except (QueryRefused, QueryFailed, UnknownQuery) as exc:
             raise HTTPException(400, str(exc)) from None
         answer = result.to_dict()

@@ -6,7 +6,9 @@
                                    params={"ticket_id": "TKT-1042"}))
 
 Bad input never raises from `step`: it becomes an `InvalidAction` event with a message and a
-penalty. Stepping with no episode is logged to the session's own stream. `reset` raises
+penalty. A step with no episode to go to (none started, an unknown id) is answered with an
+error code and writes nothing. Text and numbers nothing can keep (lone surrogates, NUL, NaN,
+infinities: `domain.inputs`) are refused like any other bad value. `reset` raises
 `ResetError` (a ValueError) with a message that says what to send instead.
 
 An action may name a stored episode (`episode_id`): that is how stateless HTTP continues an
@@ -32,14 +34,16 @@ from openenv.core.env_server.types import EnvironmentMetadata, Observation
 
 from companyos.domain import BY_NAME, DEFAULT_LIMITS, ORIGINAL_DIFFICULTY, Limits
 from companyos.domain.goals import collateral
-from companyos.domain.limits import clean_params, clip_name
+from companyos.domain.inputs import hostile, printable
+from companyos.domain.limits import clip_name
 from companyos.domain.model import clock_label
 from companyos.events import ConcurrencyConflict, EventStore, InMemoryEventStore
-from companyos.events.types import InvalidAction, ToolCalled
+from companyos.events.types import InvalidAction
 from companyos.projections import progress, render_result, render_world, tool_manifest
 
 from .cache import EpisodeCache
 from .episode import (
+    EPISODE_ID,
     MAX_EPISODE_STEPS,
     Episode,
     EpisodeExists,
@@ -97,7 +101,7 @@ class CompanyOSEnvironment(Environment[CompanyOSAction, CompanyOSObservation, Co
         self.max_episode_steps = max_episode_steps
         self._episode: Episode | None = None
         self._session = f"session-{uuid.uuid4().hex}"
-        self._session_version = -1
+        """Names this session (in logs); no stream is written under it."""
         self._mcp_server: Any = None
         self._batch: dict[str, Episode] = {}
         """Episodes this session started with `reset_batch`, by id."""
@@ -120,6 +124,23 @@ class CompanyOSEnvironment(Environment[CompanyOSAction, CompanyOSObservation, Co
         batch: list[Any] | None = None,
         **kwargs: Any,
     ) -> CompanyOSObservation:
+        given = {
+            "seed": seed,
+            "episode_id": episode_id,
+            "task_id": task_id,
+            "difficulty": difficulty,
+            "fork_from": fork_from,
+            "at_step": at_step,
+            "max_steps": max_steps,
+            "reward_profile": reward_profile,
+            "agent": agent,
+            "show_progress": show_progress,
+            "batch": batch,
+            **kwargs,
+        }
+        found = hostile(given)
+        if found is not None:  # before anything quotes the value in a message or stores it
+            raise ResetError(f"{found.describe()}; nothing was started")
         if batch is not None:  # many resets in one message (`reset_batch`)
             if kwargs or any(
                 v is not None
@@ -305,17 +326,11 @@ class CompanyOSEnvironment(Environment[CompanyOSAction, CompanyOSObservation, Co
             episode = self._resolve(episode_id)
         except EpisodeNotFound as exc:
             return self._orphan(
-                app,
-                method,
-                params,
                 "episode_not_found",
                 f"{exc}. Start one with reset() or pass an existing episode_id.",
             )
         if episode is None:
             return self._orphan(
-                app,
-                method,
-                params,
                 "no_episode",
                 "No episode is running: call reset() first (over plain HTTP, "
                 "pass the episode_id that /reset returned with every step).",
@@ -324,7 +339,8 @@ class CompanyOSEnvironment(Environment[CompanyOSAction, CompanyOSObservation, Co
         # was stale (another process stepped it), the append refuses and we decide again on the
         # fresh one. A session's own episode, or a call that states the step it expects, gets
         # the conflict back instead: its caller decided on what it last saw.
-        retries = 1 if episode_id is not None and expected_step is None else 0
+        retries = RETRIES if episode_id is not None and expected_step is None else 0
+        reloaded = False
         while True:
             snapshot = episode.snapshot
             if snapshot.world.ended:
@@ -336,6 +352,11 @@ class CompanyOSEnvironment(Environment[CompanyOSAction, CompanyOSObservation, Co
                     reward=0.0,
                 )
             if expected_step is not None and expected_step != snapshot.world.step:
+                if not reloaded and self.store.version(episode.id) != snapshot.version:
+                    # Our copy is stale (another process or replica stepped the episode): the
+                    # caller may have seen the newer step. Judge against the store's.
+                    episode, reloaded = self._reload(episode), True
+                    continue
                 return self._observation(
                     episode,
                     message=f"Not applied: episode {episode.id} is at step "
@@ -417,6 +438,10 @@ class CompanyOSEnvironment(Environment[CompanyOSAction, CompanyOSObservation, Co
         current = self._episode
         if episode_id is None or (current is not None and current.id == episode_id):
             return current
+        if not isinstance(episode_id, str) or not EPISODE_ID.match(episode_id):
+            # No stored episode has such an id: answer without asking the store (a NUL or a
+            # lone surrogate in a query is a driver error, which would read as an outage).
+            raise EpisodeNotFound(f"no episode {printable(episode_id)!r} in the store")
         if self.cache is not None:
             self._episode = self.cache.get(episode_id, check=False)
         else:
@@ -439,24 +464,10 @@ class CompanyOSEnvironment(Environment[CompanyOSAction, CompanyOSObservation, Co
             with contextlib.suppress(ConcurrencyConflict):  # someone else moved it on
                 ep.abandon()
 
-    def _orphan(
-        self, app: Any, method: Any, params: Any, code: str, message: str
-    ) -> CompanyOSObservation:
-        """A call with no episode to go to: logged to this session's stream, then answered."""
-        cleaned, problem = clean_params(params, self.limits)
-        called = ToolCalled(
-            step=0,
-            app=clip_name(app),
-            method=clip_name(method),
-            params=cleaned,
-            refused=problem.message if problem else None,
-        )
-        recorded = self.store.append(
-            self._session,
-            [called, InvalidAction(code=code, message=message)],
-            self._session_version,
-        )
-        self._session_version = recorded[-1].seq
+    def _orphan(self, code: str, message: str) -> CompanyOSObservation:
+        """A call with no episode to go to: answered, and nothing written. A refused request
+        must not grow the store: anyone who can reach the port could fill it with streams of
+        their own params."""
         return CompanyOSObservation(
             done=False,
             reward=0.0,
@@ -505,6 +516,11 @@ class CompanyOSEnvironment(Environment[CompanyOSAction, CompanyOSObservation, Co
             }
         )
 
+
+RETRIES = 4
+"""Times a call naming its episode (without expected_step) is decided again after losing the
+append to a simultaneous step: each loss means another step won, so this only runs out when
+five others won in between."""
 
 MAX_BATCH = 1024
 """Calls (or resets) in one batch."""

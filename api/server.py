@@ -20,9 +20,12 @@ from contextlib import asynccontextmanager, suppress
 from typing import Any
 
 from fastapi import FastAPI, Request
-from fastapi.responses import JSONResponse
+from fastapi.exception_handlers import http_exception_handler
+from fastapi.exceptions import RequestValidationError
+from fastapi.responses import JSONResponse, Response
 from openenv.core.env_server.http_server import create_app
 from openenv.core.env_server.types import ConcurrencyConfig
+from starlette.exceptions import HTTPException
 from starlette.websockets import WebSocketDisconnect
 from uvicorn.protocols.utils import ClientDisconnected
 
@@ -32,11 +35,12 @@ from companyos.events import StoreError, open_store
 
 from . import compat
 from .analytics_routes import build_analytics_router
-from .asgi import send_json
+from .asgi import HeadAsGet, send_json
 from .auth import ApiKeyGuard
 from .cache import EpisodeCache
 from .environment import CompanyOSEnvironment
 from .episode import EpisodeExists, EpisodeNotFound, ResetError
+from .inputs import HostileInput, safe_json
 from .mcp import standard_server
 from .models import CompanyOSObservation, CompanyOSWireAction
 from .openapi import document
@@ -45,6 +49,7 @@ from .params import EmptyMeansAbsent, SingleValuedQuery
 from .roles import AgentSurface
 from .routes import build_router
 from .settings import Settings
+from .slowclients import DeadlineH11Protocol
 from .sockets import FrameGuard, IdleSockets
 from .timeline import build_timeline_router
 from .viewer_page import mount_viewer
@@ -130,6 +135,17 @@ def _replay(messages: list[dict[str, Any]], receive: Any) -> Any:
     return replayed
 
 
+def jsonable(errors: Any) -> Any:
+    """pydantic's error list as JSON-shaped values (FastAPI's encoder, which may fail on what
+    a client sent: then the values are made printable first)."""
+    from fastapi.encoders import jsonable_encoder
+
+    try:
+        return jsonable_encoder(errors)
+    except (ValueError, TypeError, RecursionError):
+        return safe_json(errors)
+
+
 def _error(status: int, message: str) -> JSONResponse:
     return JSONResponse({"detail": message}, status_code=status)
 
@@ -207,6 +223,17 @@ def build_app(settings: Settings | None = None) -> FastAPI:
     async def _not_found(request: Request, exc: EpisodeNotFound) -> JSONResponse:
         return _error(404, str(exc))
 
+    @app.exception_handler(HTTPException)
+    async def _http_error(request: Request, exc: HTTPException) -> Response:
+        # OpenEnv's /step puts pydantic's errors, with the value sent, in the detail: make
+        # anything JSON cannot carry printable rather than fail to answer (a 500).
+        exc.detail = safe_json(exc.detail)
+        return await http_exception_handler(request, exc)
+
+    @app.exception_handler(RequestValidationError)
+    async def _invalid(request: Request, exc: RequestValidationError) -> JSONResponse:
+        return JSONResponse({"detail": safe_json(jsonable(exc.errors()))}, status_code=422)
+
     @app.exception_handler(StoreError)
     async def _store_error(request: Request, exc: StoreError) -> JSONResponse:
         # StoreError texts name the failure's kind only (never the URL, a path or the SQL).
@@ -215,12 +242,14 @@ def build_app(settings: Settings | None = None) -> FastAPI:
     document(app, api_key=bool(settings.api_key), max_episode_steps=settings.max_episode_steps)
     if settings.agent_key:  # inside the body limit: it reads a /reset body
         app.add_middleware(AgentSurface)  # type: ignore[arg-type]
+    app.add_middleware(HostileInput)  # type: ignore[arg-type]
     app.add_middleware(BodyLimit, limit=settings.max_body_bytes)  # type: ignore[arg-type]
     app.add_middleware(QuietDisconnects)  # type: ignore[arg-type]
     app.add_middleware(SingleValuedQuery, openapi=app.openapi)  # type: ignore[arg-type]
     app.add_middleware(EmptyMeansAbsent)  # type: ignore[arg-type]
     app.add_middleware(FrameGuard)  # type: ignore[arg-type]
     app.add_middleware(IdleSockets, timeout=settings.session_timeout)  # type: ignore[arg-type]
+    app.add_middleware(HeadAsGet)  # type: ignore[arg-type]
     if settings.api_key:  # outermost: nothing runs, nor is any body read, without the key
         app.add_middleware(
             ApiKeyGuard,  # type: ignore[arg-type]
@@ -274,6 +303,10 @@ def serve(settings: Settings, workers: int = 1) -> None:
         gc.freeze()
     uvicorn.run(
         target,
+        # A deadline on reading each request: slow clients cannot hold sockets (a partial,
+        # which worker processes can pickle, of a class they import).
+        http=functools.partial(DeadlineH11Protocol, request_timeout=settings.request_timeout),
+        timeout_keep_alive=5,
         factory=workers > 1,
         workers=workers if workers > 1 else None,
         host=settings.host,

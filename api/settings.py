@@ -47,6 +47,9 @@ class Settings:
     session_timeout: float | None = 600.0
     """Seconds a WebSocket session may wait for its client's next frame before the server
     closes it (its episode stays stored); None: never."""
+    request_timeout: float = 15.0
+    """Seconds an HTTP request (headers and body) may take to arrive; a slower client gets
+    408 and its connection closed (`api.slowclients`)."""
     max_body_bytes: int = 1 << 20
     """HTTP request bodies beyond this get 413; WebSocket frames beyond it close the socket."""
     cache_episodes: int = 4096
@@ -77,6 +80,10 @@ class Settings:
         ):
             if getattr(self, name) < 1:
                 raise ValueError(f"{name} must be at least 1, not {getattr(self, name)}")
+        if not 0 < self.request_timeout <= 3600:
+            raise ValueError(
+                f"request_timeout must be from 0 to 3600 seconds, not {self.request_timeout}"
+            )
         if self.api_key is not None and not self.api_key.strip():
             raise ValueError("the API key must not be empty: leave it unset to serve without one")
         if self.agent_key is not None:
@@ -100,6 +107,7 @@ class Settings:
             reward_profile=_env("REWARD_PROFILE", "default"),
             max_sessions=_int("MAX_SESSIONS", 64),
             session_timeout=_seconds("SESSION_TIMEOUT", 600.0),
+            request_timeout=_seconds("REQUEST_TIMEOUT", 15.0) or 15.0,
             max_body_bytes=_int("MAX_BODY_BYTES", 1 << 20),
             cache_episodes=_int("CACHE_EPISODES", 4096),
             max_episode_steps=_int("MAX_EPISODE_STEPS", DEFAULT_MAX_EPISODE_STEPS),

@@ -24,6 +24,8 @@ from typing import Any
 
 from uvicorn.protocols.utils import ClientDisconnected
 
+from .inputs import frame_problem as hostile_frame
+
 GOING_AWAY = 1001
 
 Reply = Callable[[str], str]
@@ -40,7 +42,7 @@ def jsonrpc_error(message: str) -> str:
 WEBSOCKET_REPLIES: dict[str, Reply] = {"/ws": openenv_error, "/mcp": jsonrpc_error}
 
 
-def frame_problem(message: dict[str, Any]) -> str | None:
+def frame_problem(message: dict[str, Any], path: str = "/ws") -> str | None:
     """Why a received frame cannot go to OpenEnv's handler, or None if it can."""
     text = message.get("text")
     if text is None:
@@ -58,7 +60,7 @@ def frame_problem(message: dict[str, Any]) -> str | None:
         return (
             f'a frame must be a JSON object such as {{"type": "step", "data": {{...}}}}, not {kind}'
         )
-    return None
+    return hostile_frame(path, text)
 
 
 _JSON_KINDS = {
@@ -87,7 +89,7 @@ class FrameGuard:
                 message = await receive()
                 if message["type"] != "websocket.receive":
                     return message
-                problem = frame_problem(message)
+                problem = frame_problem(message, scope["path"])
                 if problem is None:
                     return message
                 # The handler is waiting in receive(), so nothing else is sending now.

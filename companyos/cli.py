@@ -75,6 +75,7 @@ def cmd_serve(args: argparse.Namespace) -> int:
         reward_profile=args.reward_profile,
         max_sessions=args.max_sessions,
         session_timeout=args.session_timeout if args.session_timeout > 0 else None,
+        request_timeout=args.request_timeout,
         max_body_bytes=args.max_body_bytes,
         cache_episodes=args.cache_episodes,
         max_episode_steps=args.max_episode_steps,
@@ -324,6 +325,13 @@ def build_parser() -> argparse.ArgumentParser:
         default=env_defaults.session_timeout or 0,
         help="close WebSocket sessions whose client sends nothing for this many seconds; "
         "0: never (default 600)",
+    )
+    srv.add_argument(
+        "--request-timeout",
+        type=float,
+        default=env_defaults.request_timeout,
+        help="seconds an HTTP request's headers and body may take to arrive; a slower "
+        "client gets 408 and is disconnected (default 15)",
     )
     srv.add_argument(
         "--max-body-bytes",

@@ -7,6 +7,8 @@ import math
 from dataclasses import dataclass
 from typing import Any
 
+from .inputs import printable, text_problem
+
 INT_RANGE = 2**53  # beyond this JSON numbers stop being exact in most readers
 
 
@@ -46,8 +48,9 @@ def clean_params(params: Any, limits: Limits = DEFAULT_LIMITS) -> tuple[Any, Pro
             if (
                 type(k) is not str
                 or len(k) > limits.max_name
+                or not _plain(k)
                 or not (
-                    (t is str and len(v) <= 256 and len(v) <= limits.max_string)
+                    (t is str and len(v) <= 256 and len(v) <= limits.max_string and _plain(v))
                     or t is bool
                     or v is None
                     or (t is int and -INT_RANGE <= v <= INT_RANGE)
@@ -76,6 +79,9 @@ def clean_params(params: Any, limits: Limits = DEFAULT_LIMITS) -> tuple[Any, Pro
             budget[1] -= 24
             return v
         if isinstance(v, str):
+            problem = text_problem(v)
+            if problem is not None:
+                raise _Refused("invalid_text", f"a string value {problem}")
             if len(v) > limits.max_string:
                 raise _Refused(
                     "too_large",
@@ -94,6 +100,8 @@ def clean_params(params: Any, limits: Limits = DEFAULT_LIMITS) -> tuple[Any, Pro
                     raise _Refused("invalid_params", "object keys must be strings")
                 if len(k) > limits.max_name:
                     raise _Refused("too_large", f"a key of {len(k)} characters is too long")
+                if text_problem(k) is not None:
+                    raise _Refused("invalid_text", f"a key {text_problem(k)}")
                 budget[1] -= len(k) + 3
                 out[k] = walk(item, depth + 1)
             return out
@@ -112,6 +120,16 @@ def clean_params(params: Any, limits: Limits = DEFAULT_LIMITS) -> tuple[Any, Pro
     return cleaned, None
 
 
+def _plain(s: str) -> bool:
+    """Text the fast path may take as it is (the slow path explains anything else)."""
+    return "\x00" not in s and (s.isascii() or text_problem(s) is None)
+
+
 def clip_name(name: Any, limits: Limits = DEFAULT_LIMITS) -> str:
-    s = name if isinstance(name, str) else repr(name)
+    """A name as the log keeps it and messages quote it: clipped, and never anything a store
+    or a JSON writer refuses (a lone surrogate or NUL is escaped, see `inputs.printable`)."""
+    if isinstance(name, str) and text_problem(name) is None:
+        s = name
+    else:
+        s = printable(name, 10 * limits.max_name)
     return s if len(s) <= limits.max_name else s[: limits.max_name] + "…"

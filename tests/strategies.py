@@ -176,3 +176,24 @@ json_value = st.recursive(
     max_leaves=12,
 )
 """Anything JSON can carry (what a client can put on the wire; no NaN, which JSON has not)."""
+
+HOSTILE_TEXT = ("\ud800", "a\udfffb", "\udbff\x00", "\x00", "TKT-1042\x00")
+"""Strings no store or JSON writer can take: lone surrogates, NUL (`domain.inputs`)."""
+HOSTILE_NUMBERS = (float("nan"), float("inf"), float("-inf"), 10**30, -(10**19))
+"""NaN and the infinities (1e400 reads as infinity), integers beyond 64 bits."""
+hostile_scalar = st.one_of(
+    st.sampled_from(HOSTILE_TEXT),
+    st.sampled_from(HOSTILE_NUMBERS),
+    st.tuples(st.text(max_size=8), st.sampled_from(HOSTILE_TEXT), st.text(max_size=8)).map("".join),
+)
+"""One hostile value: what `domain.inputs.hostile` must find wherever it is."""
+wild_value = st.recursive(
+    json_scalar | hostile_scalar,
+    lambda inner: (
+        st.lists(inner, max_size=4)
+        | st.dictionaries(st.text(max_size=8) | st.sampled_from(HOSTILE_TEXT), inner, max_size=4)
+    ),
+    max_leaves=12,
+)
+"""Anything a client can put on the wire, hostile values included (Python's JSON writer sends
+NaN and the infinities as literals, lone surrogates and NUL as escapes)."""

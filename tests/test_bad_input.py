@@ -176,17 +176,23 @@ def test_error_messages_say_what_to_do():
     assert metric in obs.message and "list_metrics" in obs.message
 
 
-def test_step_before_reset_is_logged_to_the_session_stream(any_store):
+def test_a_refused_step_writes_nothing_to_the_store(any_store):
+    """A call with no episode to go to (none started, an unknown id, an id no episode could
+    have) is answered and changes nothing: no stream holding the caller's params, so nobody
+    who can reach the port can grow the store with refused calls."""
     env = CompanyOSEnvironment(any_store)
     obs = env.step(CompanyOSAction(app="ticketdesk", method="list_tickets"))
     assert obs.error == "no_episode" and "reset()" in obs.message and not obs.done
-    sessions = any_store.streams(prefix="session-")
-    assert len(sessions) == 1
-    events = [r.event for r in any_store.read(sessions[0].stream_id)]
-    assert isinstance(events[0], ToolCalled) and isinstance(events[1], InvalidAction)
-    obs = env.step({"app": "x", "method": "y", "params": TEN_MB})
-    assert obs.error == "no_episode"
-    assert any_store.version(sessions[0].stream_id) == 3
+    for action in (
+        {"app": "x", "method": "y", "params": {"blob": "x" * 4000, "more": ["y" * 4000] * 3}},
+        {"app": "x", "method": "y", "params": {"a": 1}, "episode_id": "no-such-episode"},
+        {"app": "x", "method": "y", "params": {"a": 1}, "episode_id": "not an id\x00"},
+    ):
+        obs = env.step(action)
+        assert obs.error in ("no_episode", "episode_not_found") and obs.reward == 0.0
+    assert any_store.streams() == [] and any_store.read_all() == []
+    env.reset(seed=1, task_id=0)
+    assert [s.stream_id for s in any_store.streams()] == [env.state.episode_id]
 
 
 def test_unknown_episode_id_is_an_error_observation():

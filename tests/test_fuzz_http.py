@@ -5,6 +5,7 @@ plays an episode over `/ws` all along and must notice nothing."""
 
 from __future__ import annotations
 
+import json
 import os
 import random
 import re
@@ -121,3 +122,86 @@ def test_schemathesis_finds_no_5xx_and_no_response_outside_the_schema(served, tm
     CASES["n"] += int(generated.group(1))
     CASES["5xx"] += done.stdout.count("ST101 Server error")
     assert done.returncode == 0, f"seed {seed}\n" + done.stdout[-8000:]
+
+
+HOSTILE_PHASE = "fuzz: hostile text and numbers in every field of every route"
+
+
+def _fields(schema: dict[str, Any], components: dict[str, Any], depth: int = 0) -> list[list[str]]:
+    """Paths to every property of a JSON body schema, nested objects included."""
+    if "$ref" in schema:
+        schema = components[schema["$ref"].rsplit("/", 1)[-1]]
+    out: list[list[str]] = []
+    for option in schema.get("anyOf", []) + schema.get("oneOf", []):
+        out += _fields(option, components, depth)
+    for name, sub in (schema.get("properties") or {}).items():
+        out.append([name])
+        if depth < 2:
+            out += [[name, *rest] for rest in _fields(sub, components, depth + 1)]
+    return out
+
+
+def _nest(path: list[str], raw: str) -> str:
+    body = raw
+    for name in reversed(path):
+        body = f"{{{json.dumps(name)}: {body}}}"
+    return body
+
+
+def test_hostile_values_in_every_documented_field_get_no_5xx(served):
+    """Every property of every documented JSON body (read from `/openapi.json`, so routes
+    added later are covered), and every query parameter, with each hostile class: a 4xx (a
+    200 only for a tool call's own `params`, which the environment refuses with a penalty),
+    strict JSON back, no value echoed that JSON or UTF-8 cannot carry."""
+    from companyos.domain.inputs import hostile
+
+    from .test_hostile_inputs import RAW, strict_json
+
+    url, _ = served
+    by_class: dict[str, int] = dict.fromkeys(RAW, 0)
+    with httpx.Client(base_url=url, timeout=60) as http:
+        doc = http.get("/openapi.json").json()
+        components = doc.get("components", {}).get("schemas", {})
+        eid = http.post("/reset", json={"seed": 1}).json()["observation"]["episode_id"]
+        for path, operations in doc["paths"].items():
+            concrete = re.sub(r"\{[^}]+\}", eid, path)
+            for method, op in operations.items():
+                body_schema = (
+                    op.get("requestBody", {})
+                    .get("content", {})
+                    .get("application/json", {})
+                    .get("schema")
+                )
+                fields = _fields(body_schema, components) if body_schema else []
+                queries = [p["name"] for p in op.get("parameters", []) if p["in"] == "query"]
+                for name, raw in RAW.items():
+                    for field in fields:
+                        r = http.request(
+                            method.upper(),
+                            concrete,
+                            content=_nest(field, raw),
+                            headers={"content-type": "application/json"},
+                        )
+                        by_class[name] += 1
+                        ledger.record(
+                            HOSTILE_PHASE, fuzz_cases=1, http_5xx=int(r.status_code >= 500)
+                        )
+                        where = f"{method.upper()} {path} {'.'.join(field)} = {name}"
+                        assert r.status_code < 500, f"{where}: {r.status_code} {r.text[:300]}"
+                        answer = strict_json(r.text)
+                        if field[-1] != "params":
+                            assert 400 <= r.status_code < 500, f"{where}: {r.text[:300]}"
+                        assert hostile(answer) is None
+                    if not raw.startswith('"'):
+                        continue  # a query string carries text: NUL is what it can smuggle
+                    for q in queries:
+                        r = http.request(method.upper(), concrete, params={q: "a\x00b"})
+                        by_class[name] += 1
+                        ledger.record(
+                            HOSTILE_PHASE, fuzz_cases=1, http_5xx=int(r.status_code >= 500)
+                        )
+                        assert r.status_code < 500, (path, q, r.status_code, r.text[:300])
+                        strict_json(r.text)
+    tried = ", ".join(f"{n:,} {k}" for k, n in by_class.items())
+    ledger.record(HOSTILE_PHASE, note=f"documented fields and query parameters: {tried}")
+    assert sum(by_class.values()) > 100

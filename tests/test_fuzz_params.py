@@ -22,34 +22,48 @@ from companyos.api import CompanyOSEnvironment, ResetError
 from companyos.api.environment import RESET_OPTIONS
 from companyos.api.models import CompanyOSBatchObservation
 from companyos.domain import plan
+from companyos.domain.inputs import hostile
 from companyos.events import InMemoryEventStore
 
 from . import ledger
 from .helpers import served_chain, solo_chain
 from .serving import ServerProcess
-from .strategies import ORACLE, action, json_value
+from .strategies import ORACLE, action, wild_value
 
 pytestmark = pytest.mark.reliability
 
 
 any_call = st.fixed_dictionaries(
     {
-        "app": st.one_of(st.sampled_from(["ticketdesk", "datahub", "approvalflow"]), json_value),
+        "app": st.one_of(st.sampled_from(["ticketdesk", "datahub", "approvalflow"]), wild_value),
         "method": st.one_of(
             st.sampled_from(["get_ticket", "update_ticket", "query_metric", "submit_approval"]),
-            json_value,
+            wild_value,
         ),
-        "params": json_value,
+        "params": wild_value,
     }
 )
 wire_action = st.one_of(action, any_call)
 reset_options = st.dictionaries(
     st.sampled_from((*RESET_OPTIONS, "self", "kwargs", "timeout_s", "options")),
-    json_value,
+    wild_value,
     max_size=5,
 )
-"""Every option with values of any JSON type, and keys that are no option (``self`` once bound
-to the method's own parameter: a TypeError, a 500 over HTTP)."""
+"""Every option with values of any JSON type (hostile ones included: lone surrogates, NUL, NaN,
+infinities, integers beyond 64 bits), and keys that are no option (``self`` once bound to the
+method's own parameter: a TypeError, a 500 over HTTP)."""
+
+
+def strict_json(text: str) -> Any:
+    """An answer as strict JSON (no NaN or Infinity literal) holding no hostile value."""
+
+    def refuse(literal: str) -> Any:
+        raise AssertionError(f"non-standard JSON literal {literal} in an answer")
+
+    value = json.loads(text, parse_constant=refuse)
+    assert hostile(value) is None, text[:300]
+    return value
+
 
 IN_PROCESS = "fuzz: hypothesis on tool parameters and reset options (in-process)"
 OVER_HTTP = "fuzz: hypothesis on tool parameters over HTTP"
@@ -141,12 +155,17 @@ def test_any_action_over_http_is_answered_and_logged_as_in_process(server, seed,
             r = http.post("/step", content=body, headers={"content-type": "application/json"})
             ledger.record(OVER_HTTP, fuzz_cases=1, http_5xx=int(r.status_code >= 500))
             assert r.status_code in (200, 422), r.text
+            answer = strict_json(r.text)  # nothing echoed that JSON cannot carry
             if r.status_code == 422:
-                # Only a body that is no action at all (app or method not a string).
-                assert not (isinstance(a["app"], str) and isinstance(a["method"], str)), r.text
+                # Only a body that is no action at all (app or method not a string), or one
+                # whose app or method no store could keep (the boundary refuses it).
+                assert not (isinstance(a["app"], str) and isinstance(a["method"], str)) or (
+                    hostile([a["app"], a["method"]]) is not None
+                ), r.text
                 continue
+            assert hostile([a["app"], a["method"]]) is None, r.text
             sent.append(a)
             local.step(a)
-            if r.json()["done"]:
+            if answer["done"]:
                 break
         assert served_chain(http, eid) == solo_chain(seed, task, difficulty, sent)

@@ -198,13 +198,8 @@ SLOW = "SELECT count(*) FROM range(1000000) a, range(1000000) b WHERE a.range + 
 # database (a checkpoint), settings read back, the random seed of the session.
 HARMLESS = [
     "SELECT * FROM checkpoint()",
-    "SELECT * FROM force_checkpoint()",
-    "SELECT * FROM duckdb_settings()",
     "SELECT current_setting('memory_limit'), current_setting('enable_external_access')",
     "SELECT setseed(0.5), random()",
-    "SELECT * FROM duckdb_temporary_files()",
-    "SELECT * FROM duckdb_secrets()",
-    "SELECT * FROM pragma_database_size()",
 ]
 
 
@@ -362,9 +357,7 @@ def test_rows_match_sql_on_the_warehouse(snap, warehouse, unchanged):
         "-- a comment first\nSELECT 1;",
         "/* block */ SELECT position FROM checkpoint;  ",
         "SELECT current_setting('threads'), current_setting('memory_limit')",
-        "SELECT name, value FROM duckdb_settings()",
         "SELECT * FROM duckdb_tables()",
-        "SELECT * FROM query('SELECT count(*) FROM events')",
         "SELECT data->>'$.scenario' AS scenario FROM events WHERE type = 'EpisodeStarted'",
     ],
 )
@@ -455,7 +448,9 @@ def test_concurrent_queries_share_the_snapshot(snap):
     assert sorted(results) == [base + i for i in range(8)]  # type: ignore[type-var]
 
 
-def test_other_limits_while_a_query_runs_are_a_clear_failure(snap):
+def test_queries_with_other_limits_run_while_one_is_running(snap):
+    """Each query has a process and a DuckDB instance of its own: a slow one holds no lock
+    that another query with other limits would have to wait for."""
     outcome: list[BaseException] = []
 
     def slow_query() -> None:
@@ -468,13 +463,10 @@ def test_other_limits_while_a_query_runs_are_a_clear_failure(snap):
     slow.start()
     time.sleep(0.3)
     try:
-        with pytest.raises(QueryFailed) as failed:
-            run_query(snap, "SELECT 1", memory_limit="128MB")
-        assert "retry" in failed.value.message
+        assert run_query(snap, "SELECT 1", memory_limit="128MB").rows == [[1]]
     finally:
         slow.join()
     assert len(outcome) == 1 and "time limit" in str(outcome[0])
-    assert run_query(snap, "SELECT 1", memory_limit="128MB").rows == [[1]]
 
 
 def test_a_missing_snapshot_is_a_clear_failure(tmp_path):

@@ -20,8 +20,9 @@ from typing import Any
 from hypothesis import strategies as st
 
 from companyos.api import CompanyOSEnvironment, ResetError
+from companyos.domain.inputs import hostile
 
-from .strategies import json_value
+from .strategies import wild_value
 
 KNOWN_CODES = {"INVALID_JSON", "UNKNOWN_TYPE", "VALIDATION_ERROR", "EXECUTION_ERROR"}
 INTERNAL = (
@@ -59,21 +60,21 @@ reset_data = st.dictionaries(
             "func",
         )
     ),
-    json_value,
+    wild_value,
     max_size=4,
 )
 step_data = st.one_of(
-    json_value,
+    wild_value,
     st.fixed_dictionaries(
         {
             "app": st.one_of(
-                st.sampled_from(["ticketdesk", "datahub", "approvalflow"]), json_value
+                st.sampled_from(["ticketdesk", "datahub", "approvalflow"]), wild_value
             ),
-            "method": st.one_of(st.sampled_from(["get_ticket", "list_tickets"]), json_value),
-            "params": json_value,
+            "method": st.one_of(st.sampled_from(["get_ticket", "list_tickets"]), wild_value),
+            "params": wild_value,
         }
     ),
-    st.fixed_dictionaries({"type": json_value, "tool_name": json_value, "arguments": json_value}),
+    st.fixed_dictionaries({"type": wild_value, "tool_name": wild_value, "arguments": wild_value}),
 )
 
 
@@ -83,7 +84,7 @@ def _message(kind: str, data: Any) -> Frame:
 
 raw_frames = st.one_of(
     st.text(max_size=60).map(lambda t: Frame(t, "raw")),
-    json_value.map(lambda v: Frame(json.dumps(v), "raw")),
+    wild_value.map(lambda v: Frame(json.dumps(v), "raw")),
     st.binary(max_size=60).map(lambda b: Frame(b, "raw")),
     st.integers(100, 20_000).map(lambda n: Frame("[" * n + "]" * n, "raw")),
     st.integers(5_000, 50_000).map(
@@ -96,9 +97,9 @@ raw_frames = st.one_of(
 messages = st.one_of(
     reset_data.map(lambda d: _message("reset", d)),
     step_data.map(lambda d: _message("step", d)),
-    json_value.map(lambda d: _message("state", d)),
-    st.tuples(st.text(max_size=10), json_value).map(lambda t: _message(t[0], t[1])),
-    json_value.map(lambda d: Frame(json.dumps({"type": "step", "data": d, "extra": d}), "step", d)),
+    wild_value.map(lambda d: _message("state", d)),
+    st.tuples(st.text(max_size=10), wild_value).map(lambda t: _message(t[0], t[1])),
+    wild_value.map(lambda d: Frame(json.dumps({"type": "step", "data": d, "extra": d}), "step", d)),
 )
 frames = st.one_of(raw_frames, messages)
 
@@ -112,12 +113,19 @@ def reset_error_in_process(data: Any) -> str | None:
     return None
 
 
+def _no_literal(literal: str) -> Any:
+    raise ValueError(f"non-standard JSON literal {literal}")
+
+
 def check_reply(frame: Frame, reply: Any) -> str | None:
     """What is wrong with ``reply`` as the answer to ``frame`` (None: nothing)."""
     try:
-        message = json.loads(reply)
+        message = json.loads(reply, parse_constant=_no_literal)
     except (TypeError, ValueError):
-        return f"not a JSON reply: {reply!r:.200}"
+        return f"not a strict JSON reply: {reply!r:.200}"
+    found = hostile(message)
+    if found is not None:  # the reply echoed what JSON or UTF-8 cannot carry
+        return f"a reply holding a hostile value ({found.describe()}): {reply!r:.200}"
     if not isinstance(message, dict) or message.get("type") not in (
         "observation",
         "state",
