@@ -168,6 +168,12 @@ class LLMAgent:
         self._answered = False  # has the endpoint answered in this episode?
 
     def act(self, observation: CompanyOSObservation) -> dict[str, Any]:
+        """The next call, carrying the model's raw reply (``reply``), which the environment
+        logs beside the episode before it makes the call."""
+        action = self._act(observation)
+        return {**action, "reply": reply_of(self.transcript[-1])}
+
+    def _act(self, observation: CompanyOSObservation) -> dict[str, Any]:
         self._answer_last_reply(observation)
         self._forget_old_turns()
         self._turns.append(len(self.messages))
@@ -331,6 +337,26 @@ def _record_usage(entry: dict[str, Any], response: Any) -> None:
         value = getattr(usage, key, None)
         if isinstance(value, int):
             entry[key] = value
+
+
+def reply_of(entry: dict[str, Any]) -> dict[str, Any]:
+    """A transcript entry as the action's ``reply`` (`api.models.AgentReply`)."""
+    calls = entry.get("tool_calls")
+    reply = {
+        "content": clip(entry.get("content", ""), REPLY_CLIP),
+        "tool_calls": clip(json.dumps(calls), REPLY_CLIP) if calls else None,
+        "error": clip(entry["error"], 4_000) if entry.get("error") else None,
+    }
+    for key in ("prompt_tokens", "completion_tokens", "latency_s"):
+        if isinstance(entry.get(key), int | float) and entry[key] >= 0:
+            reply[key] = entry[key]
+    if isinstance(entry.get("finish_reason"), str):
+        reply["finish_reason"] = clip(entry["finish_reason"], 60)
+    return {k: v for k, v in reply.items() if v is not None}
+
+
+REPLY_CLIP = 16_000
+"""Characters of a reply's text logged (the wire model takes 16,384)."""
 
 
 def _raw_call(call: Any) -> dict[str, Any]:
