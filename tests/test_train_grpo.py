@@ -103,9 +103,11 @@ def test_grpo_trains_smollm2_on_rewards_from_real_episodes(tmp_path):
                 "--steps",
                 "2",
                 "--batch",
-                "2",
+                "4",
                 "--generations",
-                "2",
+                "4",
+                "--temperature",
+                "0.5",
                 "--episode-steps",
                 "2",
                 "--max-completion-length",
@@ -151,8 +153,8 @@ def test_grpo_trains_smollm2_on_rewards_from_real_episodes(tmp_path):
             events = httpx.get(f"{url}/episodes/{r['episode_id']}/events").json()["events"]
             refused = sum(e["type"] == "InvalidAction" for e in events)
             assert r["valid_calls"] == r["calls"] - refused
-    assert result["global_step"] == 2 and len(records) == 4
-    assert sorted(Counter(r["instance"] for r in records).values()) == [2, 2]  # 2 groups of 2
+    assert result["global_step"] == 2 and len(records) == 8
+    assert sorted(Counter(r["instance"] for r in records).values()) == [4, 4]  # 2 groups of 4
     assert (out / "checkpoint-1").is_dir() and (out / "checkpoint-2").is_dir()
     with (out / "metrics.csv").open() as f:
         logged = [row for row in csv.DictReader(f) if row.get("reward")]
