@@ -6,7 +6,9 @@ Checked: every rollout is coherent (the prompt and the environment's answers are
 token what the chat template renders, the newline after each ``<|im_end|>`` included; the
 model's turns decode to well-formed turns), every reward is the return of an episode the
 server stored, the calls the trainer counted are the calls the log holds, checkpoints are
-written, and the parameters move when the rewards of a group differ.
+written, the model makes valid calls (with the compact prompt: a short system prompt and an
+example call) that the environment answers inside the rollouts, and the rewards of a group
+differ, so the saved weights differ from the model's, tensor by tensor.
 
 Needs the `train` extra and the model: skipped without them unless COMPANYOS_REQUIRE_TRAIN=1
 and COMPANYOS_REAL_MODEL=1 (`make real-model`, which CI runs)."""
