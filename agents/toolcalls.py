@@ -263,9 +263,17 @@ def _python_call(text: str) -> TextCall | None:
     return None
 
 
+_ECHOED_RESULT = re.compile(r"<tool_response>.*?(?:</tool_response>|$)", re.S)
+"""A ``<tool_response>`` block a model writes itself (a small one imitates the results it
+has read): what it holds is a result's text, whose messages name tools
+(``ticketdesk_list_tickets()``), not a call."""
+
+
 def find_text_call(text: str) -> TextCall | str | None:
-    """The first tool call written in ``text``; a string saying what was wrong when a block
-    meant as a call (a ``<tool_call>`` block) does not parse; None when there is no call."""
+    """The first tool call written in ``text`` outside any ``<tool_response>`` block the
+    model wrote; a string saying what was wrong when a block meant as a call (a
+    ``<tool_call>`` block) does not parse; None when there is no call."""
+    text = _ECHOED_RESULT.sub(" ", text)
     hermes = _HERMES.search(text)
     if hermes is not None:
         body = hermes.group(1)

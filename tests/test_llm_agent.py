@@ -216,6 +216,19 @@ def test_a_tool_list_echoed_back_is_not_a_call():
     assert find_text_call("ticketdesk_list_tickets()").name == "ticketdesk_list_tickets"
 
 
+def test_a_result_the_model_imitates_is_not_a_call():
+    """SmolLM2 answers a result with a `<tool_response>` block of its own, copying messages
+    that name tools: nothing in such a block is a call, closed or cut off."""
+    echoed = (
+        '<tool_response>\n{"error": "ticket_not_found", "message": "No ticket \'X\'. Find '
+        'ticket ids with ticketdesk_list_tickets()."}\n</tool_response>'
+    )
+    assert find_text_call(echoed) is None
+    assert find_text_call(echoed[:-20]) is None  # cut by max tokens
+    after = echoed + ' <tool_call>{"name": "datahub_list_metrics", "arguments": {}}</tool_call>'
+    assert find_text_call(after).name == "datahub_list_metrics"
+
+
 def test_the_compact_prompt_shows_an_example_call_before_the_task():
     script = [("text", "<tool_call>")] * 3
     with fake_endpoint(script) as (url, fake):
