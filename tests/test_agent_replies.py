@@ -20,6 +20,7 @@ from companyos.events.sql import sqlite_url
 from companyos.events.types import AgentReplied, ToolCalled, replies_stream
 from companyos.projections.replay import replay
 
+from .audit import audit_store
 from .fake_llm import fake_endpoint, tool
 from .serving import running_server
 from .test_llm_agent import INSTANCE, agent_for
@@ -100,6 +101,8 @@ def test_replies_are_logged_beside_the_episode_and_change_nothing_in_it():
     # Replay and re-simulation read the episode's stream only.
     assert replay(store.read(eid)).total == pytest.approx(result.total_return)
     assert verify_episode(store, eid).ok
+    audit = audit_store(store)
+    assert audit.clean and audit.episodes == 1 and audit.streams == 2, audit.problems()
 
 
 def test_a_bad_reply_is_refused_before_anything_is_written():
