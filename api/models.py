@@ -25,7 +25,8 @@ class AgentReply(BaseModel):
     """A model's raw reply behind an action (the LLM agent sends it): logged as an
     `AgentReplied` event beside the episode, never read by the simulation or the reward."""
 
-    model_config = ConfigDict(extra="forbid")
+    # Strict: a boolean is not a latency, nor a number a text (as the schema says).
+    model_config = ConfigDict(extra="forbid", strict=True)
 
     content: str = Field(default="", max_length=16_384, description="The reply's text.")
     tool_calls: str | None = Field(

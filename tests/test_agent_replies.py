@@ -110,7 +110,8 @@ def test_a_bad_reply_is_refused_before_anything_is_written():
     obs = env.reset(**INSTANCE)
     before = env.store.version(obs.episode_id)
     call = {"app": "datahub", "method": "list_metrics", "params": {}}
-    for bad in ({"content": 3}, {"content": "x", "mood": "good"}, {"latency_s": -1}, "text"):
+    bad_replies = ({"content": 3}, {"content": "x", "mood": "good"}, {"latency_s": -1}, "text")
+    for bad in (*bad_replies, {"latency_s": False}, {"prompt_tokens": 2.0}):
         with pytest.raises(ValidationError):
             env.step({**call, "reply": bad})
     assert env.store.version(obs.episode_id) == before
