@@ -49,6 +49,7 @@ import openai
 from companyos.api.models import CompanyOSObservation
 
 from .toolcalls import (
+    COMPACT_SYSTEM_PROMPT,
     NO_CALL_NOTE,
     SYSTEM_PROMPT,
     TextCall,
@@ -58,6 +59,7 @@ from .toolcalls import (
     find_text_call,
     function_tools,
     junk,
+    one_shot,
     result_message,
     system_prompt_with_tools,
     task_message,
@@ -83,6 +85,14 @@ class LLMSettings:
     tools_in_prompt: bool = False
     """Describe the tools in the system prompt (Hermes form) and read every call from the
     reply's text, sending no ``tools``: for a model whose chat template shows it no tools."""
+    prompt: str = "full"
+    """``full``: the system prompt that explains the systems' faults. ``compact``: a short one
+    and an example call before the task, for a small model (SmolLM2-135M makes no valid call
+    with the full one, and about half its first calls are valid with this)."""
+
+    def __post_init__(self) -> None:
+        if self.prompt not in PROMPTS:
+            raise ValueError(f"prompt must be one of {', '.join(PROMPTS)}: {self.prompt!r}")
 
     def as_config(self) -> dict[str, Any]:
         """Everything here that changes results (the key is left out)."""
@@ -95,7 +105,11 @@ class LLMSettings:
             "max_retries": self.max_retries,
             "history": self.history,
             "tools_in_prompt": self.tools_in_prompt,
+            "prompt": self.prompt,
         }
+
+
+PROMPTS = ("full", "compact")
 
 
 OPTIONAL_FIELDS = ("parallel_tool_calls", "tool_choice", "seed")
@@ -139,11 +153,13 @@ class LLMAgent:
         """Every reply of this episode: step, raw content and tool calls, tokens, latency."""
 
     def reset(self, observation: CompanyOSObservation) -> None:
-        system = (
-            system_prompt_with_tools(self.tools) if self.settings.tools_in_prompt else SYSTEM_PROMPT
-        )
+        compact = self.settings.prompt == "compact"
+        system = COMPACT_SYSTEM_PROMPT if compact else SYSTEM_PROMPT
+        if self.settings.tools_in_prompt:
+            system = system_prompt_with_tools(self.tools, system)
         self.messages = [
             {"role": "system", "content": system},
+            *(one_shot() if compact else []),
             {"role": "user", "content": task_message(observation)},
         ]
         self.transcript = []
@@ -152,6 +168,12 @@ class LLMAgent:
         self._answered = False  # has the endpoint answered in this episode?
 
     def act(self, observation: CompanyOSObservation) -> dict[str, Any]:
+        """The next call, carrying the model's raw reply (``reply``), which the environment
+        logs beside the episode before it makes the call."""
+        action = self._act(observation)
+        return {**action, "reply": reply_of(self.transcript[-1])}
+
+    def _act(self, observation: CompanyOSObservation) -> dict[str, Any]:
         self._answer_last_reply(observation)
         self._forget_old_turns()
         self._turns.append(len(self.messages))
@@ -315,6 +337,26 @@ def _record_usage(entry: dict[str, Any], response: Any) -> None:
         value = getattr(usage, key, None)
         if isinstance(value, int):
             entry[key] = value
+
+
+def reply_of(entry: dict[str, Any]) -> dict[str, Any]:
+    """A transcript entry as the action's ``reply`` (`api.models.AgentReply`)."""
+    calls = entry.get("tool_calls")
+    reply = {
+        "content": clip(entry.get("content", ""), REPLY_CLIP),
+        "tool_calls": clip(json.dumps(calls), REPLY_CLIP) if calls else None,
+        "error": clip(entry["error"], 4_000) if entry.get("error") else None,
+    }
+    for key in ("prompt_tokens", "completion_tokens", "latency_s"):
+        if isinstance(entry.get(key), int | float) and entry[key] >= 0:
+            reply[key] = entry[key]
+    if isinstance(entry.get("finish_reason"), str):
+        reply["finish_reason"] = clip(entry["finish_reason"], 60)
+    return {k: v for k, v in reply.items() if v is not None}
+
+
+REPLY_CLIP = 16_000
+"""Characters of a reply's text logged (the wire model takes 16,384)."""
 
 
 def _raw_call(call: Any) -> dict[str, Any]:

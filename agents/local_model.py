@@ -41,12 +41,14 @@ HERMES_CHAT_TEMPLATE = (
     "{% if tools %}{{ '<|im_start|>system\\n' }}"
     "{% if messages[0].role == 'system' %}{{ messages[0].content }}"
     "{% else %}{{ 'You are a helpful assistant.' }}{% endif %}"
-    "{{ '\\n\\n# Tools\\n\\nYou may call one or more functions to assist with the user query.\\n\\n"
-    "You are provided with function signatures within <tools></tools> XML tags:\\n<tools>' }}"
-    "{% for tool in tools %}{{ '\\n' }}{{ tool | tojson }}{% endfor %}"
-    "{{ '\\n</tools>\\n\\nFor each function call, return a json object with function name and "
-    'arguments within <tool_call></tool_call> XML tags:\\n<tool_call>\\n{"name": '
-    '<function-name>, "arguments": <args-json-object>}\\n</tool_call><|im_end|>\\n\' }}'
+    "{{ '\\n\\nTools:' }}"
+    "{% for tool in tools %}{% set f = tool.function if tool.function is defined else tool %}"
+    "{{ '\\n- ' + f.name + '(' }}"
+    "{{ ((f.parameters or {}).properties or {}) | list | join(', ') }}"
+    "{{ '): ' + (f.description or '').split('): ', 1)[-1].split('. ')[0] }}"
+    "{% endfor %}"
+    "{{ '\\n\\nTo call a tool, reply with only:\\n<tool_call>\\n{\"name\": <tool-name>, '"
+    "'\"arguments\": <args-json-object>}\\n</tool_call><|im_end|>\\n' }}"
     "{% elif messages[0].role == 'system' %}"
     "{{ '<|im_start|>system\\n' + messages[0].content + '<|im_end|>\\n' }}"
     "{% endif %}"
@@ -71,9 +73,10 @@ HERMES_CHAT_TEMPLATE = (
     "{% endif %}{% endfor %}"
     "{% if add_generation_prompt %}{{ '<|im_start|>assistant\\n' }}{% endif %}"
 )
-"""ChatML with tools in the Hermes form (the form Qwen2.5's template writes, which
-`toolcalls.system_prompt_with_tools` writes for servers whose template shows no tools):
-tools listed in the system message, calls as ``<tool_call>`` blocks, results as
+"""ChatML with tools for a small model: one line per tool in the system message (name,
+arguments, first sentence; `toolcalls.system_prompt_with_tools` writes the same text for
+servers whose template shows no tools: a full JSON schema per tool is 1,600 tokens a 135M
+model gets lost in), calls as ``<tool_call>`` blocks, results as
 ``<tool_response>`` blocks in a user turn. Prefix-preserving: a conversation renders as the
 rendering of its first messages followed by the rest, as multi-turn training needs."""
 

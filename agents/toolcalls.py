@@ -81,12 +81,30 @@ def action_for_call(name: str, arguments: Any) -> tuple[dict[str, Any], str | No
     as the model gave them (a JSON string, or already a dict), and a note for the model when
     the call could not be taken as it stands.
 
-    An unknown name still goes to the environment, split the way MCP does (``app_method``),
+    A name that runs on past a tool's (`known_prefix`) calls that tool, and the note says so.
+    Any other unknown name still goes to the environment, split the way MCP does (``app_method``),
     so that its answer ("Unknown app ...; did you mean ...") is what the model reads. Arguments
     that are not a JSON object go as the raw text, which the environment refuses with the
     tool's signature."""
     spec = BY_NAME.get(name)
+    renamed = None
+    if spec is None and (known := known_prefix(name)) is not None:
+        spec, renamed = BY_NAME[known], f"There is no tool {clip(name, 120)}; called {known}."
     app, method = (spec.app, spec.method) if spec else name.partition("_")[::2]
+    action, note = _with_arguments(app, method, arguments)
+    return action, " ".join(n for n in (renamed, note) if n) or None
+
+
+def known_prefix(name: str) -> str | None:
+    """The tool whose name ``name`` extends at an underscore (``ticketdesk_get_ticket_details``
+    -> ``ticketdesk_get_ticket``), the longest if several do; None if none does. Small models
+    copy a tool's name and run on into the task's words; the call they meant is not in doubt,
+    and the arguments still have to fit that tool's signature."""
+    found = [n for n in BY_NAME if name.startswith(n + "_")]
+    return max(found, key=len) if found else None
+
+
+def _with_arguments(app: str, method: str, arguments: Any) -> tuple[dict[str, Any], str | None]:
     if isinstance(arguments, dict):
         return {"app": app, "method": method, "params": arguments}, None
     raw = "" if arguments is None else str(arguments)
@@ -226,8 +244,8 @@ def _python_call(text: str) -> TextCall | None:
                 if depth == 0:
                     end = k
                     break
-        if end is None:
-            continue
+        if end is None or text[end + 1 : end + 2] == ":":
+            continue  # unclosed, or a signature (``name(arg): what it does``) echoed, not a call
         try:
             node = ast.parse("f" + text[start : end + 1], mode="eval").body
             assert isinstance(node, ast.Call)
@@ -245,9 +263,17 @@ def _python_call(text: str) -> TextCall | None:
     return None
 
 
+_ECHOED_RESULT = re.compile(r"<tool_response>.*?(?:</tool_response>|$)", re.S)
+"""A ``<tool_response>`` block a model writes itself (a small one imitates the results it
+has read): what it holds is a result's text, whose messages name tools
+(``ticketdesk_list_tickets()``), not a call."""
+
+
 def find_text_call(text: str) -> TextCall | str | None:
-    """The first tool call written in ``text``; a string saying what was wrong when a block
-    meant as a call (a ``<tool_call>`` block) does not parse; None when there is no call."""
+    """The first tool call written in ``text`` outside any ``<tool_response>`` block the
+    model wrote; a string saying what was wrong when a block meant as a call (a
+    ``<tool_call>`` block) does not parse; None when there is no call."""
+    text = _ECHOED_RESULT.sub(" ", text)
     hermes = _HERMES.search(text)
     if hermes is not None:
         body = hermes.group(1)
@@ -292,29 +318,53 @@ BAD_CALL_NOTE = 'The tool call did not parse: write {"name": "...", "arguments":
 
 # ------------------------------------------------------------------ tools in the prompt
 
-TOOLS_PREAMBLE = """
-# Tools
-
-You may call one or more functions to assist with the user query.
-
-You are provided with function signatures within <tools></tools> XML tags:
-<tools>
-{tools}
-</tools>
-
-For each function call, return a json object with function name and arguments within \
-<tool_call></tool_call> XML tags:
-<tool_call>
-{{"name": <function-name>, "arguments": <args-json-object>}}
-</tool_call>"""
+TOOLS_HEADER = "\n\nTools:"
+TOOLS_FOOTER = (
+    "\n\nTo call a tool, reply with only:\n<tool_call>\n"
+    '{"name": <tool-name>, "arguments": <args-json-object>}\n</tool_call>'
+)
 
 
-def system_prompt_with_tools(tools: list[dict[str, Any]]) -> str:
-    """The system prompt with the tools described in it, in the Hermes form that Qwen2.5's
-    chat template renders (and the GRPO example trains with): for a server whose chat
-    template shows the model no tools."""
-    listing = "\n".join(json.dumps(t, ensure_ascii=False) for t in tools)
-    return SYSTEM_PROMPT + "\n" + TOOLS_PREAMBLE.format(tools=listing)
+def tool_line(tool: dict[str, Any]) -> str:
+    """One tool as a line a small model reads: ``- name(arg, arg): first sentence.``. The
+    catalogue's descriptions open with the dotted signature (``ticketdesk.get_ticket(...): ``),
+    which is dropped: a model copies what it sees, and only the flat name is a tool."""
+    f = tool.get("function", tool)
+    args = ", ".join(f.get("parameters", {}).get("properties", {}) or {})
+    text = str(f.get("description", "")).split("): ", 1)[-1].split(". ")[0]
+    return f"\n- {f['name']}({args}): {text}"
+
+
+def system_prompt_with_tools(tools: list[dict[str, Any]], system: str = SYSTEM_PROMPT) -> str:
+    """The system prompt with the tools listed in it, exactly as `HERMES_CHAT_TEMPLATE` (the
+    template the local model is served and trained with) renders ``tools``: one line per tool
+    and the Hermes ``<tool_call>`` form. For a server whose chat template shows no tools."""
+    return system + TOOLS_HEADER + "".join(tool_line(t) for t in tools) + TOOLS_FOOTER
+
+
+COMPACT_SYSTEM_PROMPT = (
+    "You are an operations assistant. You do a task by calling tools, one per turn. "
+    "Look things up before you act; do not guess ids or names."
+)
+"""The system prompt for a small model (``prompt="compact"``): a 135M model loses the task in
+the long one, and echoes it instead of calling a tool."""
+
+EXAMPLE_TASK = "Task: Read ticket TKT-0001.\n\nYou have 5 steps. Call one tool per turn."
+EXAMPLE_CALL = (
+    '<tool_call>\n{"name": "ticketdesk_get_ticket", "arguments": {"ticket_id": "TKT-0001"}}'
+    "\n</tool_call>"
+)
+
+
+def one_shot() -> list[dict[str, Any]]:
+    """An example turn before the task (``prompt="compact"``): a made-up task and the call
+    that answers it, as text in the Hermes form. A 135M model writes that form when it has
+    seen it once, and not from the format's description alone. Its ticket is in no world
+    (their ids run from TKT-1000 to TKT-9999), so the example gives nothing away."""
+    return [
+        {"role": "user", "content": EXAMPLE_TASK},
+        {"role": "assistant", "content": EXAMPLE_CALL},
+    ]
 
 
 def tool_response(content: str) -> str:

@@ -38,7 +38,7 @@ from companyos.domain.inputs import hostile, printable
 from companyos.domain.limits import clip_name
 from companyos.domain.model import clock_label
 from companyos.events import ConcurrencyConflict, EventStore, InMemoryEventStore
-from companyos.events.types import InvalidAction
+from companyos.events.types import AgentReplied, InvalidAction, replies_stream
 from companyos.projections import progress, render_result, render_world, tool_manifest
 
 from .cache import EpisodeCache
@@ -53,6 +53,7 @@ from .episode import (
     check_seed,
 )
 from .models import (
+    AgentReply,
     CompanyOSAction,
     CompanyOSBatchAction,
     CompanyOSBatchObservation,
@@ -207,7 +208,7 @@ class CompanyOSEnvironment(Environment[CompanyOSAction, CompanyOSObservation, Co
                 reward=obs.reward,
             )
         app, method, params, episode_id, expected_step = _unpack(action)
-        return self.act(app, method, params, episode_id, expected_step)
+        return self.act(app, method, params, episode_id, expected_step, _reply_of(action))
 
     async def step_async(
         self, action: Any, /, timeout_s: float | None = None, **kwargs: Any
@@ -302,8 +303,11 @@ class CompanyOSEnvironment(Environment[CompanyOSAction, CompanyOSObservation, Co
         params: Any,
         episode_id: str | None = None,
         expected_step: int | None = None,
+        reply: AgentReply | None = None,
     ) -> CompanyOSObservation:
         """One tool call in this session's episode, or in the stored episode ``episode_id``.
+        ``reply``, the model reply the call was read from, is logged beside the episode just
+        before the call is made (`log_reply`); a call that is not made logs none.
 
         A session (an environment that has started, forked or continued an episode) plays that
         episode only: an action naming another is refused, as a step of its own episode, so
@@ -365,6 +369,9 @@ class CompanyOSEnvironment(Environment[CompanyOSAction, CompanyOSObservation, Co
                     error="conflict",
                     reward=0.0,
                 )
+            if reply is not None:
+                log_reply(self.store, episode.id, snapshot.world.step + 1, reply)
+                reply = None  # once, though a conflict decides the call again
             try:
                 result = episode.step(app, method, params)
             except ConcurrencyConflict as exc:
@@ -578,6 +585,30 @@ def state_of(ep: Episode | None) -> CompanyOSState:
         fork_step=info.forked_from[1] if info.forked_from else None,
         world=render_world(w),
     )
+
+
+def _reply_of(action: Any) -> AgentReply | None:
+    """The reply an action carries (a dict action's is validated here: a bad one raises
+    before anything is done, as a bad typed action fails to build)."""
+    if isinstance(action, CompanyOSAction):
+        return action.reply
+    if isinstance(action, dict) and action.get("reply") is not None:
+        return AgentReply.model_validate(action["reply"])
+    return None
+
+
+def log_reply(store: EventStore, episode_id: str, step: int, reply: AgentReply) -> None:
+    """Append ``reply`` as an `AgentReplied` to the episode's replies stream (beside the
+    episode: its seq, fold and score do not see it)."""
+    stream = replies_stream(episode_id)
+    event = AgentReplied(episode_id=episode_id, step=step, **reply.model_dump())
+    for _ in range(20):  # two sessions stepping one episode: each reply gets its turn
+        try:
+            store.append(stream, [event], store.version(stream))
+            return
+        except ConcurrencyConflict:
+            continue
+    raise ConcurrencyConflict(f"the replies of {episode_id} are being written concurrently")
 
 
 def _unpack(action: Any) -> tuple[Any, Any, Any, str | None, int | None]:

@@ -9,7 +9,7 @@ from typing import Annotated, Any
 
 from openenv.core.env_server.mcp_types import CallToolAction, ListToolsAction
 from openenv.core.env_server.types import Action, Observation, State
-from pydantic import BeforeValidator, Field, RootModel
+from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, RootModel
 from pydantic_core import PydanticCustomError
 
 
@@ -19,6 +19,24 @@ def _not_a_bool(value: Any) -> Any:
         # and a ValueError in their context is not JSON.
         raise PydanticCustomError("int_type", "expected_step must be a step number, not a boolean")
     return value
+
+
+class AgentReply(BaseModel):
+    """A model's raw reply behind an action (the LLM agent sends it): logged as an
+    `AgentReplied` event beside the episode, never read by the simulation or the reward."""
+
+    # Strict: a boolean is not a latency, nor a number a text (as the schema says).
+    model_config = ConfigDict(extra="forbid", strict=True)
+
+    content: str = Field(default="", max_length=16_384, description="The reply's text.")
+    tool_calls: str | None = Field(
+        default=None, max_length=16_384, description="Its tool calls as the server sent them."
+    )
+    prompt_tokens: int | None = Field(default=None, ge=0)
+    completion_tokens: int | None = Field(default=None, ge=0)
+    latency_s: float | None = Field(default=None, ge=0, description="Seconds the model took.")
+    finish_reason: str | None = Field(default=None, max_length=64)
+    error: str | None = Field(default=None, max_length=4_096, description="The request's error.")
 
 
 class CompanyOSAction(Action):
@@ -39,6 +57,11 @@ class CompanyOSAction(Action):
         ge=0,
         description="Apply only if the episode is at this step, else answer with a conflict "
         "(optimistic concurrency for clients that share an episode).",
+    )
+    reply: AgentReply | None = Field(
+        default=None,
+        description="The model reply this call was read from, logged beside the episode "
+        "(stream replies:<episode_id>); it changes nothing in the episode.",
     )
 
 

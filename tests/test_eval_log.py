@@ -118,6 +118,7 @@ def test_the_llm_config_and_usage_are_recorded(tmp_path):
         "max_retries": 2,
         "history": None,
         "tools_in_prompt": False,
+        "prompt": "full",
     }
     assert config["seed"] == 0 and config["versions"]["companyos"]
     assert "--temperature 0.7" in config["command"] and "--max-tokens 64" in config["command"]

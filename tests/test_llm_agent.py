@@ -11,7 +11,14 @@ import pytest
 
 from companyos.agents import in_process_oracle, play
 from companyos.agents.llm import EndpointRefused, LLMAgent, LLMSettings
-from companyos.agents.toolcalls import action_for_call, function_tools, parse_text_tool_call
+from companyos.agents.toolcalls import (
+    COMPACT_SYSTEM_PROMPT,
+    action_for_call,
+    find_text_call,
+    function_tools,
+    known_prefix,
+    parse_text_tool_call,
+)
 from companyos.api import CompanyOSEnvironment
 from companyos.api.mcp import catalogue
 from companyos.events.types import InvalidAction, ToolCalled
@@ -181,6 +188,64 @@ def test_text_tool_calls_parse_or_become_invalid_actions(text, expected):
     assert {k: action[k] for k in expected} == expected
 
 
+def test_a_name_run_on_past_a_tools_calls_that_tool_and_says_so():
+    action, note = action_for_call(
+        "ticketdesk_get_ticket_details_tkt_2675", {"ticket_id": "TKT-2675"}
+    )
+    assert action == {
+        "app": "ticketdesk",
+        "method": "get_ticket",
+        "params": {"ticket_id": "TKT-2675"},
+    }
+    assert note == (
+        "There is no tool ticketdesk_get_ticket_details_tkt_2675; called ticketdesk_get_ticket."
+    )
+    # Only at an underscore, and the longest tool it extends; anything else stays unknown.
+    assert known_prefix("approvalflow_list_approval_types_all") == (
+        "approvalflow_list_approval_types"
+    )
+    assert known_prefix("ticketdesk_get_tickets") is None
+    assert action_for_call("ticketdesk_get_tickets", {})[0]["method"] == "get_tickets"
+
+
+def test_a_tool_list_echoed_back_is_not_a_call():
+    """A small model that repeats its prompt writes ``name(args): description`` lines: a
+    signature, not a call."""
+    echoed = "Tools:\n- ticketdesk_list_tickets(): List all tickets.\n- ticketdesk_get_ti"
+    assert find_text_call(echoed) is None
+    assert find_text_call("ticketdesk_list_tickets()").name == "ticketdesk_list_tickets"
+
+
+def test_a_result_the_model_imitates_is_not_a_call():
+    """SmolLM2 answers a result with a `<tool_response>` block of its own, copying messages
+    that name tools: nothing in such a block is a call, closed or cut off."""
+    echoed = (
+        '<tool_response>\n{"error": "ticket_not_found", "message": "No ticket \'X\'. Find '
+        'ticket ids with ticketdesk_list_tickets()."}\n</tool_response>'
+    )
+    assert find_text_call(echoed) is None
+    assert find_text_call(echoed[:-20]) is None  # cut by max tokens
+    after = echoed + ' <tool_call>{"name": "datahub_list_metrics", "arguments": {}}</tool_call>'
+    assert find_text_call(after).name == "datahub_list_metrics"
+
+
+def test_the_compact_prompt_shows_an_example_call_before_the_task():
+    script = [("text", "<tool_call>")] * 3
+    with fake_endpoint(script) as (url, fake):
+        env = CompanyOSEnvironment()
+        play(env, agent_for(url, prompt="compact", history=0), max_steps=3, **INSTANCE)
+    for request in fake.requests:  # the example stays when old turns are forgotten
+        roles = [m["role"] for m in request["messages"]][:4]
+        assert roles == ["system", "user", "assistant", "user"]
+        example, task = request["messages"][2], request["messages"][3]
+        assert find_text_call(example["content"]).name == "ticketdesk_get_ticket"
+        assert "TKT-0001" in example["content"] and task["content"].startswith("Task: ")
+        assert "Trey Research" in task["content"]
+    assert fake.requests[0]["messages"][0]["content"] == COMPACT_SYSTEM_PROMPT
+    with pytest.raises(ValueError, match="prompt must be one of full, compact"):
+        LLMSettings(base_url="http://x", model="m", prompt="tiny")
+
+
 def test_arguments_as_given_or_raw():
     assert action_for_call("datahub_list_metrics", "") == (
         {"app": "datahub", "method": "list_metrics", "params": {}},
@@ -272,7 +337,8 @@ def test_tools_in_the_prompt_for_a_template_that_shows_none():
     first = fake.requests[0]
     assert "tools" not in first and "parallel_tool_calls" not in first
     system = first["messages"][0]["content"]
-    assert "<tools>" in system and '"name": "ticketdesk_get_ticket"' in system
+    assert "\n- ticketdesk_get_ticket(ticket_id): Read one ticket" in system
+    assert system.endswith("</tool_call>")
     assert steps_of(env)[0]["method"] == "list_metrics"
     answer = fake.requests[-1]["messages"][3]["content"]
     assert answer.startswith("<tool_response>\n") and answer.endswith("\n</tool_response>")

@@ -1,7 +1,8 @@
-"""The chat template the local test model is served and trained with: the tools in the Hermes
-form, the same text the LLM agent writes into the system prompt for a template that shows
-none, calls and results in the form the agent reads, and prefix-preserving (each longer
-conversation renders as the shorter one followed by the rest), as multi-turn training needs.
+"""The chat template the local test model is served and trained with: the tools one line each,
+calls in the Hermes form, the same text the LLM agent writes into the system prompt for a
+template that shows none, calls and results in the form the agent reads, and prefix-preserving
+(each longer conversation renders as the shorter one followed by the rest), as multi-turn
+training needs.
 Rendered with transformers' own renderer (the `train` extra); no model is needed."""
 
 from __future__ import annotations
@@ -57,7 +58,11 @@ def test_native_tools_render_as_the_agents_tools_in_prompt():
     )
     assert native == in_prompt
     assert native.endswith("<|im_end|>\n<|im_start|>assistant\n")
-    assert native.count('{"type": "function"') == len(tools)
+    # One line per tool, the flat name a call must use (never the catalogue's dotted one).
+    listed = [line for line in native.splitlines() if line.startswith("- ")]
+    assert [line.split("(")[0][2:] for line in listed] == [t["function"]["name"] for t in tools]
+    assert "- ticketdesk_get_ticket(ticket_id): Read one ticket with all its fields." in listed
+    assert "ticketdesk.get_ticket" not in native
 
 
 def test_calls_and_results_render_as_the_agent_writes_and_reads_them():

@@ -1,7 +1,8 @@
 """SmolLM2-135M-Instruct, a real model, plays CompanyOS through `companyos eval --agent llm`
 behind `transformers serve` (an OpenAI-compatible endpoint on the CPU). Success is not
 expected of a 135M model; what is checked is that every reply is logged, turned into a call
-the environment records (valid or invalid), and accounted in tokens and time."""
+the environment records (valid or invalid), stored raw in the log, and accounted in tokens
+and time."""
 
 from __future__ import annotations
 
@@ -11,7 +12,7 @@ import pytest
 
 from companyos.cli import main
 from companyos.events.sql import SQLEventStore, sqlite_url
-from companyos.events.types import InvalidAction, ToolCalled
+from companyos.events.types import AgentReplied, InvalidAction, ToolCalled, replies_stream
 
 from .real_model import needs_real_model, served_model
 from .serving import free_port
@@ -41,6 +42,8 @@ def test_smollm2_plays_real_episodes_through_eval(tmp_path):
                 "48",
                 "--temperature",
                 "0.7",
+                "--prompt",
+                "compact",
                 "--llm-timeout",
                 "600",
                 "--store",
@@ -69,6 +72,12 @@ def test_smollm2_plays_real_episodes_through_eval(tmp_path):
                     assert call.params["content"][:40] == entry["content"][:40]
                 else:  # a call, read from the text or parsed by the server
                     assert entry.get("text_call") or entry.get("tool_calls")
+            # The raw replies are in the log too, beside the episode, one per step.
+            replies = [r.event for r in sql.read(replies_stream(e["episode_id"]))]
+            assert [r.step for r in replies] == [1, 2]
+            for reply, entry in zip(replies, e["transcript"], strict=True):
+                assert isinstance(reply, AgentReplied) and reply.content == entry.get("content", "")
+                assert reply.completion_tokens == entry.get("completion_tokens")
             # Every invalid call is an event with a message, and counted as an error.
             invalid = [ev for ev in events if isinstance(ev, InvalidAction)]
             assert all(ev.message for ev in invalid) and len(invalid) <= e["errors"]
