@@ -47,6 +47,7 @@ from typing import Any
 import openai
 
 from companyos.api.models import CompanyOSObservation
+from companyos.domain.inputs import number_problem, printable
 
 from .toolcalls import (
     COMPACT_SYSTEM_PROMPT,
@@ -341,17 +342,21 @@ def _record_usage(entry: dict[str, Any], response: Any) -> None:
 
 def reply_of(entry: dict[str, Any]) -> dict[str, Any]:
     """A transcript entry as the action's ``reply`` (`api.models.AgentReply`)."""
+    # A model can write a NUL or a lone surrogate: the log keeps it escaped (`printable`), as
+    # no store can keep it raw and the log must not lose the reply.
     calls = entry.get("tool_calls")
     reply = {
-        "content": clip(entry.get("content", ""), REPLY_CLIP),
+        "content": clip(printable(entry.get("content") or "", REPLY_CLIP), REPLY_CLIP),
         "tool_calls": clip(json.dumps(calls), REPLY_CLIP) if calls else None,
-        "error": clip(entry["error"], 4_000) if entry.get("error") else None,
+        "error": clip(printable(entry["error"], 4_000), 4_000) if entry.get("error") else None,
     }
     for key in ("prompt_tokens", "completion_tokens", "latency_s"):
-        if isinstance(entry.get(key), int | float) and entry[key] >= 0:
-            reply[key] = entry[key]
+        value = entry.get(key)
+        number = isinstance(value, int | float) and not isinstance(value, bool)
+        if number and number_problem(value) is None and value >= 0:
+            reply[key] = value
     if isinstance(entry.get("finish_reason"), str):
-        reply["finish_reason"] = clip(entry["finish_reason"], 60)
+        reply["finish_reason"] = clip(printable(entry["finish_reason"], 60), 60)
     return {k: v for k, v in reply.items() if v is not None}
 
 

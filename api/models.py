@@ -9,8 +9,10 @@ from typing import Annotated, Any
 
 from openenv.core.env_server.mcp_types import CallToolAction, ListToolsAction
 from openenv.core.env_server.types import Action, Observation, State
-from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, RootModel
+from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, RootModel, model_validator
 from pydantic_core import PydanticCustomError
+
+from companyos.domain.inputs import hostile
 
 
 def _not_a_bool(value: Any) -> Any:
@@ -37,6 +39,15 @@ class AgentReply(BaseModel):
     latency_s: float | None = Field(default=None, ge=0, description="Seconds the model took.")
     finish_reason: str | None = Field(default=None, max_length=64)
     error: str | None = Field(default=None, max_length=4_096, description="The request's error.")
+
+    @model_validator(mode="after")
+    def _keepable(self) -> AgentReply:
+        # The one input rule (`domain.inputs`): no NUL, lone surrogate or non-finite number
+        # reaches the log, whichever door the reply came in by (the LLM agent escapes them).
+        found = hostile(self.model_dump())
+        if found is not None:
+            raise PydanticCustomError("value_error", "reply.{where}", {"where": found.describe()})
+        return self
 
 
 class CompanyOSAction(Action):

@@ -14,6 +14,7 @@ import pytest
 from pydantic import ValidationError
 
 from companyos.agents import play
+from companyos.agents.llm import reply_of
 from companyos.api import CompanyOSEnvironment
 from companyos.api.verify import verify_episode
 from companyos.events.sql import sqlite_url
@@ -111,7 +112,9 @@ def test_a_bad_reply_is_refused_before_anything_is_written():
     before = env.store.version(obs.episode_id)
     call = {"app": "datahub", "method": "list_metrics", "params": {}}
     bad_replies = ({"content": 3}, {"content": "x", "mood": "good"}, {"latency_s": -1}, "text")
-    for bad in (*bad_replies, {"latency_s": False}, {"prompt_tokens": 2.0}):
+    # The one input rule holds for replies too: nothing a store cannot keep reaches the log.
+    hostile = ({"content": "a\x00b"}, {"error": "\ud800"}, {"latency_s": float("inf")})
+    for bad in (*bad_replies, *hostile, {"latency_s": False}, {"prompt_tokens": 2.0}):
         with pytest.raises(ValidationError):
             env.step({**call, "reply": bad})
     assert env.store.version(obs.episode_id) == before
@@ -132,3 +135,16 @@ def test_replies_over_http(tmp_path):
         events = httpx.get(f"{url}/episodes/{eid}/events").json()["events"]
         assert sum(e["type"] == "ToolCalled" for e in events) == 1
         assert not any(e["type"] == "AgentReplied" for e in events)
+
+
+def test_the_agent_logs_what_a_model_wrote_escaped():
+    """A model can write a NUL or a lone surrogate; the agent's reply keeps them escaped, so
+    the step is taken and the log keeps the reply."""
+    entry = {"content": "a\x00b\ud800", "error": "\x00", "latency_s": float("nan")}
+    reply = reply_of(entry)
+    assert reply["content"] == "a\\x00b\\ud800" and "latency_s" not in reply
+    env = CompanyOSEnvironment()
+    obs = env.reset(**INSTANCE)
+    env.step({"app": "datahub", "method": "list_metrics", "params": {}, "reply": reply})
+    logged = list(env.store.read(replies_stream(obs.episode_id)))
+    assert len(logged) == 1 and logged[0].event.content == reply["content"]
