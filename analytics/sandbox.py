@@ -92,7 +92,7 @@ def _schema_tables() -> tuple[str, ...]:
 TABLES: tuple[str, ...] = _schema_tables()
 
 _HINT = (
-    f"the tables are {', '.join(TABLES)} (DESCRIBE <table> shows the columns; "
+    f"the tables are {', '.join(TABLES)} (DESCRIBE <table> shows the columns and what each means; "
     "SHOW TABLES lists them)"
 )
 

@@ -52,13 +52,23 @@ from companyos.events.types import (
 from companyos.projections.diagnosis import LABELS, diagnose
 from companyos.projections.replay import Replay, StepRecord, replay
 
+from .lifecycle import approval_rows, chaos_rows
 from .source import EventParser, RawEvent, read_prefix, read_raw
 
 PAGE_SIZE = 50_000
 """Events per page (one transaction each): large enough that a full load is a few dozen
 transactions, small enough that a page's parsed events stay well under a hundred MB."""
 
-TABLES = ("events", "steps", "episodes", "failures", "taxonomy", "checkpoint")
+TABLES = (
+    "events",
+    "steps",
+    "episodes",
+    "failures",
+    "approvals",
+    "chaos",
+    "taxonomy",
+    "checkpoint",
+)
 """Every table of the schema (``sql/schema.sql``)."""
 
 Progress = Callable[[int, int], None]
@@ -106,6 +116,12 @@ class Derived(NamedTuple):
     steps: list[tuple[Any, ...]]
     episode: tuple[Any, ...]
     failure: tuple[Any, ...] | None
+    approvals: list[tuple[Any, ...]]
+    chaos: list[tuple[Any, ...]]
+
+
+EPISODE_TABLES = ("steps", "episodes", "failures", "approvals", "chaos")
+"""The tables whose rows are derived per episode stream (episode_id first in each)."""
 
 
 def _timestamp(seconds: float) -> datetime:
@@ -197,6 +213,8 @@ def derive(rows: Sequence[RawEvent], events: Sequence[Event]) -> Derived:
         [_step_row(eid, s) for s in r.steps],
         _episode_row(rows, events[0], r),
         _failure_row(eid, events, r),
+        approval_rows(eid, events),
+        chaos_rows(eid, events),
     )
 
 
@@ -247,6 +265,8 @@ def _relabel(d: Derived, rows: Sequence[RawEvent]) -> Derived:
         [(eid, *step[1:]) for step in d.steps],
         episode,
         None if d.failure is None else (eid, *d.failure[1:]),
+        [(eid, *a[1:]) for a in d.approvals],
+        [(eid, *c[1:]) for c in d.chaos],
     )
 
 
@@ -504,13 +524,15 @@ class Warehouse:
 
     def _replace(self, rows: list[Derived], existing: list[str]) -> None:
         if existing:
-            for table in ("steps", "episodes", "failures"):
+            for table in EPISODE_TABLES:
                 self.con.execute(
                     f"DELETE FROM {table} WHERE list_contains($ids, episode_id)", {"ids": existing}
                 )
         self._insert("steps", [step for d in rows for step in d.steps])
         self._insert("episodes", [d.episode for d in rows])
         self._insert("failures", [d.failure for d in rows if d.failure is not None])
+        self._insert("approvals", [a for d in rows for a in d.approvals])
+        self._insert("chaos", [c for d in rows for c in d.chaos])
 
     def _insert(self, table: str, rows: list[tuple[Any, ...]]) -> None:
         """Rows in the table's column order, by Arrow when there are many, else the appender."""

@@ -44,7 +44,7 @@ class QueryRequest(BaseModel):
         extra="forbid",
         json_schema_extra={
             "examples": [
-                {"name": "success_by_family"},
+                {"name": "success_return"},
                 {"sql": "SELECT agent, avg(success::INT) FROM episodes GROUP BY agent"},
             ]
         },

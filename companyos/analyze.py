@@ -37,7 +37,7 @@ examples:
   companyos analyze --sql "SELECT label, count(*) FROM failures GROUP BY ALL ORDER BY 2 DESC"
   companyos analyze --report data/report.html               HTML report with PNG plots
   companyos analyze --store postgresql+psycopg://user@host/db --warehouse data/pg.duckdb
-  companyos analyze --rebuild --format json --query success_by_family
+  companyos analyze --rebuild --format json --query pass_k
 """
 
 

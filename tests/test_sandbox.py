@@ -380,6 +380,8 @@ def test_the_tables_listed_in_messages_are_the_schema(snap):
         "steps",
         "episodes",
         "failures",
+        "approvals",
+        "chaos",
         "taxonomy",
         "checkpoint",
     }
