@@ -28,6 +28,9 @@ CHANCE = "chance"
 """``ApprovalDecided.cause`` of a rejection drawn by chance (chaos), not earned by the request."""
 
 
+_LIFECYCLE = (ApprovalPolled, ApprovalDecided, ApprovalEscalated, ApprovalExpired)
+
+
 def _steps(events: Sequence[Event]) -> list[tuple[int, Event]]:
     """Every event with the step it happened in (0: set-up)."""
     out: list[tuple[int, Event]] = []
@@ -64,9 +67,11 @@ def approval_rows(episode_id: str, events: Sequence[Event]) -> list[tuple[Any, .
                 None,  # expired_step
             ]
             continue
-        row = rows.get(getattr(e, "approval_id", ""))
+        if not isinstance(e, _LIFECYCLE):
+            continue
+        row = rows.get(e.approval_id)
         if row is None:
-            continue  # not an approval event, or about a request this stream never made
+            continue  # about a request this stream never made (cannot happen in a valid log)
         if isinstance(e, ApprovalPolled):
             row[7], row[8] = e.polls, step
         elif isinstance(e, ApprovalDecided):
