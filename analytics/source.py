@@ -18,7 +18,7 @@ from collections.abc import Sequence
 from typing import Any, NamedTuple
 
 import orjson
-from sqlalchemy import Select, select
+from sqlalchemy import Select, func, select
 from sqlalchemy.exc import DBAPIError
 
 from companyos.events import EventStore, InMemoryEventStore, RecordedEvent
@@ -173,3 +173,19 @@ class EventParser:
             self._cache.clear()
         self._cache[key] = event
         return event
+
+
+def head_position(store: EventStore) -> int | None:
+    """The log's last global position (0: empty), cheaply; None when the store cannot say."""
+    if isinstance(store, InMemoryEventStore):
+        with store._lock:
+            return len(store._log)
+    if isinstance(store, SQLEventStore):
+        store.flush()
+        try:
+            with store.engine.connect() as conn:
+                value = conn.execute(select(func.max(EVENTS.c.position))).scalar()
+        except DBAPIError as exc:
+            raise unavailable(exc, store.url) from exc
+        return int(value or 0)
+    return None
