@@ -38,7 +38,7 @@ from .queries import run as run_canned
 from .report import render_report, report_data
 from .sandbox import QueryResult, jsonable, run_query, snapshot
 from .source import head_position
-from .warehouse import Warehouse
+from .warehouse import PAGE_SIZE, Warehouse
 
 __all__ = ["DEFAULT_WAIT_S", "NO_RETURN_BUDGET", "Freshness", "LiveAnalytics", "UnknownQuery"]
 
@@ -57,7 +57,8 @@ class Freshness:
     lag_events: int | None
     """Events the log held beyond it when the request came (None: the store cannot say)."""
     catching_up: bool
-    """The background catch-up was still loading when the answer was made."""
+    """The answer is behind the log (``lag_events`` > 0; when the store cannot say, the
+    background catch-up was running)."""
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
@@ -72,8 +73,10 @@ class LiveAnalytics:
         store: EventStore,
         no_return_budget: int = NO_RETURN_BUDGET,
         poll_s: float = POLL_S,
+        page_size: int = PAGE_SIZE,
     ) -> None:
         self.store = store
+        self.page_size = page_size
         self.no_return_budget = no_return_budget
         self.poll_s = poll_s
         self._dir: Path | None = None
@@ -93,7 +96,9 @@ class LiveAnalytics:
         with self._start_lock:
             if self._warehouse is None:
                 self._dir = Path(tempfile.mkdtemp(prefix="companyos-analytics-"))
-                self._warehouse = Warehouse(self._dir / "warehouse.duckdb")
+                self._warehouse = Warehouse(
+                    self._dir / "warehouse.duckdb", page_size=self.page_size
+                )
                 self._thread = threading.Thread(
                     target=self._run, name="analytics-catch-up", daemon=True
                 )
@@ -151,7 +156,7 @@ class LiveAnalytics:
 
     def _freshness(self, as_of: int, head: int | None) -> Freshness:
         lag = None if head is None else max(0, head - as_of)
-        return Freshness(as_of, lag, bool(self._busy or (lag or 0) > 0))
+        return Freshness(as_of, lag, bool(lag) if lag is not None else self._busy)
 
     # ------------------------------------------------------------------ requests
 
@@ -207,7 +212,13 @@ class LiveAnalytics:
         wh, head = self._ready(wait_s)
         assert self._dir is not None
         out = self._dir / f"report-{threading.get_ident()}.html"
-        render_report(wh.con, out, lag_events=lambda as_of: self._freshness(as_of, head))
+        # Served at /analytics/report: the viewer is ../viewer/ (also behind a path prefix).
+        render_report(
+            wh.con,
+            out,
+            viewer_url="../viewer/",
+            freshness=lambda as_of: self._freshness(as_of, head),
+        )
         try:
             return out.read_text(encoding="utf-8")
         finally:
