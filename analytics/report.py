@@ -364,8 +364,8 @@ td.heat { text-align: center; font-variant-numeric: tabular-nums; min-width: 3.5
 td.null { color: #999; text-align: center; }
 .swatch { display: inline-block; width: 0.8em; height: 0.8em; border-radius: 2px;
           margin-right: 0.4em; vertical-align: -0.05em; }
-.bar { display: inline-block; height: 0.7em; background: #4c78a8; vertical-align: 0;
-       margin-left: 0.4em; }
+.bar { display: inline-block; height: 0.7em; background: #4c78a8; vertical-align: 0; }
+td.barcell { width: 64px; border-left: none; }
 .examples a { font-family: ui-monospace, monospace; font-size: 0.85em; margin-right: 0.6em; }
 figure { margin: 1em 0; }
 figure img { max-width: 100%; height: auto; border: 1px solid #eee; }
@@ -587,6 +587,7 @@ def _agents_table(rows: Sequence[Mapping[str, Any]], colors: Mapping[str, str]) 
             "ended",
             "successes",
             "success rate",
+            "",
             "mean return",
             "mean steps",
             "failures",
@@ -604,7 +605,8 @@ def _agents_table(rows: Sequence[Mapping[str, Any]], colors: Mapping[str, str]) 
             _cell(r["ended"], _fmt, "ended"),
             _cell(r["successes"], _fmt, "successes"),
             f'<td class="num" data-key="success_rate" data-value="{_attr(rate)}">'
-            f"{e(_pct(rate))}{bar}</td>",
+            f"{e(_pct(rate))}</td>",
+            f'<td class="barcell" data-key="success_bar">{bar}</td>',
             _cell(r["mean_return"], _num, "mean_return"),
             _cell(r["mean_steps"], _num, "mean_steps"),
             _cell(r["failures"], _fmt, "failures"),
