@@ -2,19 +2,23 @@
 
 ``catch_up`` reads the log in pages after the checkpoint. Each page is one DuckDB transaction:
 its events are appended to ``events``, every episode stream the page touched is re-derived from
-its whole stream (``steps``, ``episodes``, ``failures`` rows deleted and inserted again), and
-the checkpoint moves to the page's last position. A crash leaves the warehouse at the end of
-the last committed page, consistent, and the next catch-up continues from there.
+its whole stream (its ``steps``, ``episodes``, ``failures``, ``approvals`` and ``chaos`` rows,
+`EPISODE_TABLES`, deleted and inserted again), and the checkpoint moves to the page's last
+position. A crash leaves the warehouse at the end of the last committed page, consistent, and
+the next catch-up continues from there. The next page is read while this one is derived.
 
-Episodes are derived by the projections (``replay``, ``diagnose``), each distinct stream once:
-streams with the same hash chain (a deterministic agent's trials of one instance) share rows.
+Episodes are derived by the projections (``replay``, ``diagnose``) and `lifecycle`, each
+distinct stream once: streams with the same hash chain (a deterministic agent's trials of one
+instance) share rows, and streams with the same set-up share its fold (`setups`). With
+``workers`` (`COMPANYOS_ANALYTICS_WORKERS`), worker processes derive a share of each page; that
+pays only on a machine with idle cores (`bench/analytics.py` measures it).
 
-How rows reach DuckDB, measured on 200,000 events of the benchmark's log (its two "events
-only" lines compare the first and the third on every run): an Arrow table read by ``INSERT ...
-SELECT`` 1.6 us per event, pandas (``con.append(df)`` or ``INSERT ... SELECT``) 2.2 us, DuckDB
-2's native appender (``con.appender``) 2.7 us, ``executemany`` 480 us. So Arrow when pyarrow is
-installed (a dev extra, not a dependency), the appender otherwise; both stage the stored
-columns as they are and convert in SQL (epoch seconds to TIMESTAMP, text to JSON): building
+How rows reach DuckDB, measured on 200,000 events of the benchmark's log: an Arrow table
+read by ``INSERT ... SELECT`` 1.6 us per event, pandas (``con.append(df)`` or ``INSERT ...
+SELECT``) 2.2 us, DuckDB 2's native appender (``con.appender``) 2.7 us, ``executemany`` 480
+us. So Arrow when pyarrow is installed (a dev extra, not a dependency), the appender
+otherwise; both stage the stored columns as they are and convert in SQL (epoch seconds to
+TIMESTAMP, text to JSON): building
 Python datetimes costs more than the whole move.
 """
 
