@@ -31,6 +31,44 @@ SEEDS = range(3)
 """Seeds per family and difficulty whose milestone names are listed."""
 
 
+NOTES: dict[tuple[str, str], str] = {
+    ("EpisodeStarted", "seed"): "The instance's seed.",
+    ("EpisodeStarted", "scenario"): "The instance's scenario (its family, for generated ones).",
+    ("EpisodeStarted", "difficulty"): "Chaos level 0-3.",
+    ("EpisodeStarted", "max_steps"): "The step budget.",
+    ("EpisodeStarted", "agent"): "The name the client gave its agent (warehouse: episodes.agent).",
+    ("EpisodeStarted", "forked_from"): "The episode and step this one was forked from.",
+    ("EpisodeEnded", "step"): "Tool calls made when it ended.",
+    ("StepScored", "step"): "The step scored.",
+    ("StepScored", "reward"): "The step's reward.",
+    ("StepScored", "total"): "The return after the step.",
+    ("StepScored", "gained"): "Milestones gained by the step (names below).",
+    ("StepScored", "lost"): "Milestones lost by the step.",
+    ("StepScored", "terms"): "The reward's terms by name (progress, step cost, penalties).",
+    ("ToolCalled", "step"): "The call's number in the episode: 1, 2, ...",
+    ("ToolCalled", "app"): "ticketdesk, datahub or approvalflow.",
+    ("ToolCalled", "params"): "The parameters as sent.",
+    ("ToolCalled", "refused"): "Why the parameters were not stored (too large), if so.",
+    ("InvalidAction", "code"): "Why the call was invalid (unknown_tool, invalid_params, ...).",
+    ("ActionRejected", "code"): "The rule that refused the call.",
+    ("FaultInjected", "kind"): "unavailable (transient), rate_limited or outage.",
+    ("ChaosInjected", "kind"): "The chaos kind (warehouse: chaos.kind).",
+    ("ChaosInjected", "target"): "What it hits: a metric, ticket, person, approval id, tool.",
+    ("ChaosInjected", "params"): "Its parameters (days stale, latency, reason, ...).",
+    ("ApprovalSubmitted", "approver"): "The person id the request is sent to.",
+    ("ApprovalSubmitted", "data"): "The request's fields as submitted.",
+    ("ApprovalPolled", "polls"): "Status checks of this request so far.",
+    ("ApprovalPolled", "status"): "pending, approved, rejected or expired.",
+    ("ApprovalDecided", "cause"): "review (on its merits), chance (a rejection drawn by chaos),"
+    " wrong_approver, ticket_unverified, missing_prior_approval, data_mismatch.",
+    ("ApprovalDecided", "reason"): "The approver's words.",
+    ("ApprovalEscalated", "reason"): "The agent's reason for escalating.",
+    ("MetricQueried", "stale"): "The value read was stale.",
+    ("TicketUpdated", "field"): "The field changed.",
+}
+"""Meanings of fields that carry no docstring in `companyos.events.types`."""
+
+
 def _field_docs(cls: type[BaseModel]) -> dict[str, str]:
     """Attribute docstrings: a string expression right after an annotated field."""
     try:
@@ -48,6 +86,9 @@ def _field_docs(cls: type[BaseModel]) -> dict[str, str]:
             and isinstance(after.value.value, str)
         ):
             out[node.target.id] = " ".join(after.value.value.split())
+    for (owner, name), note in NOTES.items():
+        if owner == cls.__name__:
+            out.setdefault(name, note)
     return out
 
 
