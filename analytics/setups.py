@@ -36,7 +36,7 @@ class _Setup(NamedTuple):
 class SetupCache:
     """Folded set-ups by the hash of their last event (bounded: cleared when full)."""
 
-    def __init__(self, max_size: int = 4096) -> None:
+    def __init__(self, max_size: int = 512) -> None:
         self.max_size = max_size
         self._cache: dict[tuple[str, int], _Setup] = {}
         self.hits = 0

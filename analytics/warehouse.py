@@ -63,6 +63,8 @@ from .lifecycle import approval_rows, chaos_rows
 from .setups import SetupCache
 from .source import EventParser, RawEvent, read_prefix, read_raw
 
+MEMORY_LIMIT = "300MB"
+"""DuckDB's buffer pool for a file-backed warehouse (pages beyond it stay on disk)."""
 PAGE_SIZE = 50_000
 """Events per page (one transaction each): large enough that a full load is a few dozen
 transactions, small enough that a page's parsed events stay well under a hundred MB."""
@@ -238,7 +240,7 @@ class Deriver:
     the last event's hash covers every seq, type, version and payload of the stream (a stream
     whose hashes do not match its content is ``verify``'s business, not the warehouse's)."""
 
-    def __init__(self, max_memo: int = 8192) -> None:
+    def __init__(self, max_memo: int = 2048) -> None:
         self.parser = EventParser()
         self.setups = SetupCache()
         self.max_memo = max_memo
@@ -550,6 +552,10 @@ class Warehouse:
         if self.path != ":memory:":
             Path(self.path).parent.mkdir(parents=True, exist_ok=True)
         self.con: duckdb.DuckDBPyConnection = duckdb.connect(self.path)
+        if self.path != ":memory:":
+            # A file-backed warehouse keeps only its working set in memory: DuckDB's buffer
+            # pool would otherwise grow with the database (80% of RAM by default).
+            self.con.execute(f"SET memory_limit = '{MEMORY_LIMIT}'")
         self.page_size = page_size
         self.deriver = Deriver()
         n = default_workers() if workers is None else workers
