@@ -32,14 +32,13 @@ Read back with DuckDB: ``read_parquet('DIR/steps/**/*.parquet')`` (several parti
 pandas: ``pandas.read_parquet('DIR/steps')``; pyarrow: ``pyarrow.dataset.dataset('DIR/steps')``.
 
 Memory stays bounded whatever the size of the log: each partition is its own ``COPY`` of the
-rows with that value (DuckDB streams a scan to the file), run with a memory limit and a spill
-directory; the warehouse's own settings are put back afterwards.
+rows with that value (DuckDB streams a scan to the file), run with a memory limit (DuckDB spills
+beyond it to its temporary directory); the warehouse's own limit is put back afterwards.
 """
 
 from __future__ import annotations
 
 import shutil
-import tempfile
 from pathlib import Path
 from typing import Any, NamedTuple
 
@@ -162,15 +161,13 @@ def export_parquet(
         if path.exists():
             shutil.rmtree(path)
     con = warehouse.con
-    saved = {n: _setting(warehouse, n) for n in ("memory_limit", "temp_directory")}
-    spill = Path(tempfile.mkdtemp(prefix="companyos-export-"))
+    # Only the memory limit is changed (and put back): DuckDB spills beyond it to its
+    # temporary directory (beside a warehouse file), which cannot be switched once used.
+    saved = _setting(warehouse, "memory_limit")
     try:
         con.execute(f"SET memory_limit = {_literal(MEMORY_LIMIT)}")
-        con.execute(f"SET temp_directory = {_literal(spill)}")
         for table, dataset in DATASETS.items():
             _copy(warehouse, dataset, targets[table])
     finally:
-        for name, value in saved.items():
-            con.execute(f"SET {name} = {_literal(value)}")
-        shutil.rmtree(spill, ignore_errors=True)
+        con.execute(f"SET memory_limit = {_literal(saved)}")
     return targets

@@ -162,3 +162,22 @@ def test_the_steps_difficulty_keeps_its_type_in_pandas(wh: Warehouse, tmp_path: 
     one = next(paths["steps"].rglob("*.parquet"))
     assert str(pd.read_parquet(one)["difficulty"].dtype) == "int32"
     assert str(pd.read_parquet(paths["steps"])["difficulty"].dtype) == "int32"
+
+
+def test_an_export_that_spills_to_disk_can_be_repeated(tmp_path: Path, monkeypatch):
+    from companyos.analytics import export as export_module
+
+    store = InMemoryEventStore()
+    play_round(store, range(0, 3))
+    monkeypatch.setattr(export_module, "MEMORY_LIMIT", "24MB")  # low: sorts may spill
+    with Warehouse(tmp_path / "w.duckdb") as w:
+        w.catch_up(store)
+        [(before,)] = w.con.execute("SELECT current_setting('memory_limit')").fetchall()
+        first = export_parquet(w, tmp_path / "a")
+        again = export_parquet(w, tmp_path / "b")  # the spill directory is in use by now
+        [(after,)] = w.con.execute("SELECT current_setting('memory_limit')").fetchall()
+    assert after == before
+    for table in DATASETS:
+        assert sorted(p.relative_to(first[table]) for p in first[table].rglob("*.parquet")) == (
+            sorted(p.relative_to(again[table]) for p in again[table].rglob("*.parquet"))
+        )
