@@ -138,11 +138,6 @@ def _copy(warehouse: Warehouse, dataset: Dataset, target: Path) -> None:
         )
 
 
-def _setting(warehouse: Warehouse, name: str) -> Any:
-    [(value,)] = warehouse.con.execute(f"SELECT current_setting('{name}')").fetchall()
-    return value
-
-
 def export_parquet(
     warehouse: Warehouse, out_dir: str | Path, *, overwrite: bool = False
 ) -> dict[str, Path]:
@@ -163,11 +158,12 @@ def export_parquet(
     con = warehouse.con
     # Only the memory limit is changed (and put back): DuckDB spills beyond it to its
     # temporary directory (beside a warehouse file), which cannot be switched once used.
-    saved = _setting(warehouse, "memory_limit")
     try:
         con.execute(f"SET memory_limit = {_literal(MEMORY_LIMIT)}")
         for table, dataset in DATASETS.items():
             _copy(warehouse, dataset, targets[table])
     finally:
-        con.execute(f"SET memory_limit = {_literal(saved)}")
+        # The warehouse's own limit (a setting reads back rounded, so not that).
+        own = getattr(warehouse, "memory_limit", None)
+        con.execute(f"SET memory_limit = {_literal(own)}" if own else "RESET memory_limit")
     return targets

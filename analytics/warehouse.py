@@ -552,9 +552,12 @@ class Warehouse:
         if self.path != ":memory:":
             Path(self.path).parent.mkdir(parents=True, exist_ok=True)
         self.con: duckdb.DuckDBPyConnection = duckdb.connect(self.path)
+        self.memory_limit: str | None = None
+        """DuckDB's memory limit set on the connection (None: DuckDB's default)."""
         if self.path != ":memory:":
             # A file-backed warehouse keeps only its working set in memory: DuckDB's buffer
             # pool would otherwise grow with the database (80% of RAM by default).
+            self.memory_limit = MEMORY_LIMIT
             self.con.execute(f"SET memory_limit = '{MEMORY_LIMIT}'")
         self.page_size = page_size
         self.deriver = Deriver()
