@@ -54,8 +54,8 @@ bench: $(STAMP) ## throughput and start-up benchmarks (ratios against references
 original-baseline: $(STAMP) ## the original's random baseline, 1,000 episodes through /original (COMPANYOS_ORIGINAL_REPO: also its own code)
 	$(PY) bench/original_baseline.py --episodes 1000
 
-analytics-bench: $(STAMP) ## the DuckDB warehouse on 1M events: full load, catch-up, canned queries
-	$(PY) bench/analytics.py
+analytics-bench: $(STAMP) ## the warehouse on 1M events vs today's path: load, RSS, export, catch-up, queries, first request (ARGS=--big: 5M)
+	$(PY) bench/analytics.py $(ARGS)
 
 baselines: $(STAMP) ## the README's baselines: random, naive, honest, oracle on the test suite, 4 trials (data/baselines/)
 	$(VENV)/bin/companyos eval --agent random,naive,honest,oracle --suite test --trials 4 --workers 2 \

@@ -26,10 +26,24 @@ def _pyplot() -> Any:
 
 
 def agent_colors(agents: Sequence[str]) -> dict[str, str]:
-    """One colour per agent, in the given order (matplotlib's default cycle)."""
-    plt = _pyplot()
-    cycle = plt.rcParams["axes.prop_cycle"].by_key()["color"]
-    return {agent: cycle[i % len(cycle)] for i, agent in enumerate(agents)}
+    """One colour per agent, in the given order, every one distinct: matplotlib's ten-colour
+    cycle for up to ten agents, its twenty-colour table (the ten, then their light shades) up
+    to twenty, evenly spaced hues beyond. The report's tables show the same swatches."""
+    return dict(zip(agents, palette(len(agents)), strict=True))
+
+
+def palette(n: int) -> list[str]:
+    """``n`` distinct colours as ``#rrggbb`` (see `agent_colors`)."""
+    from matplotlib import colormaps
+    from matplotlib.colors import hsv_to_rgb, to_hex
+
+    if n <= 10:
+        return [to_hex(c) for c in colormaps["tab10"].colors[:n]]
+    if n <= 20:
+        tab20 = colormaps["tab20"].colors
+        order = [*range(0, 20, 2), *range(1, 20, 2)]  # the strong shades first
+        return [to_hex(tab20[i]) for i in order[:n]]
+    return [to_hex(hsv_to_rgb((i / n, 0.65, 0.85 - 0.25 * (i % 2)))) for i in range(n)]
 
 
 def returns_histogram(

@@ -22,6 +22,7 @@ import math
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
+from urllib.parse import quote
 
 import duckdb
 import numpy as np
@@ -33,8 +34,12 @@ __all__ = ["MAX_TABLE_ROWS", "UNNAMED", "render_report", "report_data"]
 
 UNNAMED = "(not named)"
 NO_CHAOS = "(no chaos)"
+VIEWER_URL = "/viewer/"
+"""Where example episodes link to by default: the replay viewer of the server serving it."""
 MAX_TABLE_ROWS = 100
 """Rows of each canned query kept in the report (a report is read, not scrolled through)."""
+EXAMPLES_PER_LABEL = 3
+"""Failed episodes linked to the replay viewer under each label."""
 MIN_RETURN_BINS = 15
 MAX_RETURN_BINS = 40
 
@@ -52,6 +57,19 @@ def report_data(con: duckdb.DuckDBPyConnection) -> dict[str, Any]:
     try:
         by_agent = _by_agent(cur)
         agents = [r["agent"] for r in by_agent]
+        by_label = _records(
+            cur,
+            f"""SELECT f.label, {_AGENT} AS agent, count(*) AS failures
+                FROM failures f JOIN episodes e USING (episode_id)
+                GROUP BY ALL ORDER BY f.label, agent""",
+        )
+        top: dict[str, tuple[int, str]] = {}
+        for r in by_label:  # the most frequent label, the first by name among equals
+            best = top.get(r["agent"])
+            if best is None or r["failures"] > best[0]:
+                top[r["agent"]] = (r["failures"], r["label"])
+        for r in by_agent:
+            r["top_label"] = top[r["agent"]][1] if r["agent"] in top else None
         return {
             "checkpoint": _scalar(cur, "SELECT max(position) FROM checkpoint"),
             "headline": _headline(cur),
@@ -59,13 +77,30 @@ def report_data(con: duckdb.DuckDBPyConnection) -> dict[str, Any]:
             "returns": _returns(cur, agents),
             "success_by_chaos": _success_by_chaos(cur),
             "failure_taxonomy": _taxonomy(cur),
-            "failure_taxonomy_by_agent": _records(
-                cur,
-                f"""SELECT f.label, {_AGENT} AS agent, count(*) AS failures
-                    FROM failures f JOIN episodes e USING (episode_id)
-                    GROUP BY ALL ORDER BY f.label, agent""",
-            ),
+            "failure_taxonomy_by_agent": by_label,
             "point_of_no_return": _point_of_no_return(cur, agents),
+            "by_family_difficulty": _records(
+                cur,
+                """SELECT family, difficulty, count(*) AS episodes,
+                          avg(success::INTEGER) FILTER (WHERE outcome IS NOT NULL) AS success_rate
+                   FROM episodes GROUP BY ALL ORDER BY family, difficulty""",
+            ),
+            "by_agent_family": _records(
+                cur,
+                f"""SELECT {_AGENT} AS agent, family, count(*) AS episodes,
+                           avg(success::INTEGER) FILTER (WHERE outcome IS NOT NULL)
+                               AS success_rate
+                    FROM episodes GROUP BY ALL ORDER BY agent, family""",
+            ),
+            "label_examples": _records(
+                cur,
+                f"""SELECT label, episode_id, agent, step FROM (
+                        SELECT f.label, f.episode_id, {_AGENT} AS agent, f.step,
+                               row_number() OVER (PARTITION BY f.label
+                                                  ORDER BY e.agent NULLS LAST, f.episode_id) AS k
+                        FROM failures f JOIN episodes e USING (episode_id))
+                    WHERE k <= {EXAMPLES_PER_LABEL} ORDER BY label, k""",
+            ),
             "queries": _canned(cur),
         }
     finally:
@@ -97,8 +132,10 @@ def _by_agent(cur: duckdb.DuckDBPyConnection) -> list[dict[str, Any]]:
                    count(*) FILTER (WHERE success) AS successes,
                    avg(success::INTEGER) FILTER (WHERE outcome IS NOT NULL) AS success_rate,
                    avg(total_return) FILTER (WHERE outcome IS NOT NULL) AS mean_return,
-                   avg(steps) FILTER (WHERE outcome IS NOT NULL) AS mean_steps
-            FROM episodes GROUP BY ALL ORDER BY episodes DESC, agent""",
+                   avg(steps) FILTER (WHERE outcome IS NOT NULL) AS mean_steps,
+                   count(f.episode_id) AS failures
+            FROM episodes LEFT JOIN failures f USING (episode_id)
+            GROUP BY ALL ORDER BY episodes DESC, agent""",
     )
 
 
@@ -250,10 +287,16 @@ def render_report(
     *,
     title: str = "CompanyOS trajectory analytics",
     png_dir: Path | None = None,
+    viewer_url: str = VIEWER_URL,
+    freshness: Callable[[int], Any] | None = None,
 ) -> Path:
     """Write the HTML report to ``out_path`` (its folder is created) and return the path. With
-    ``png_dir``, each plot is also written there as a PNG file (the page still embeds them)."""
+    ``png_dir``, each plot is also written there as a PNG file (the page still embeds them).
+    Example episodes link to ``viewer_url`` (the replay viewer; the server's by default).
+    ``freshness``, given the checkpoint, says how fresh that is (`service.Freshness`)."""
     data = report_data(con)
+    if freshness is not None:
+        data["freshness"] = freshness(data["checkpoint"] or 0).to_dict()
     pngs = _plots(data)
     if png_dir is not None:
         png_dir.mkdir(parents=True, exist_ok=True)
@@ -262,7 +305,7 @@ def render_report(
                 (png_dir / f"{name}.png").write_bytes(png)
     out_path = Path(out_path)
     out_path.parent.mkdir(parents=True, exist_ok=True)
-    out_path.write_text(_page(title, data, pngs), encoding="utf-8")
+    out_path.write_text(_page(title, data, pngs, viewer_url), encoding="utf-8")
     return out_path
 
 
@@ -298,35 +341,62 @@ def _plots(data: Mapping[str, Any]) -> dict[str, bytes | None]:
 
 _CSS = """
 body { font: 15px/1.45 system-ui, -apple-system, "Segoe UI", sans-serif; color: #1d1d1f;
-       max-width: 1100px; margin: 2em auto; padding: 0 1.2em; }
-h1 { font-size: 1.7em; margin-bottom: 0.2em; }
-h2 { margin-top: 2em; border-bottom: 1px solid #ddd; padding-bottom: 0.2em; }
-h3 { margin-top: 1.6em; }
+       max-width: 1200px; margin: 1.2em auto; padding: 0 1.2em; }
+h1 { font-size: 1.6em; margin: 0 0 0.1em; }
+h2 { margin-top: 1.8em; border-bottom: 1px solid #ddd; padding-bottom: 0.2em; }
+h3 { margin-top: 1.4em; }
+nav { margin: 0.4em 0 0.8em; font-size: 0.9em; }
+nav a { margin-right: 1em; }
 .sub, .note, .nodata { color: #555; }
 .nodata { font-style: italic; }
 .error { color: #a00; }
-.cards { display: flex; flex-wrap: wrap; gap: 0.8em; margin: 1em 0; }
-.card { border: 1px solid #ddd; border-radius: 6px; padding: 0.6em 1em; min-width: 8em; }
-.card .value { font-size: 1.5em; font-weight: 600; }
-.card .label { color: #555; font-size: 0.85em; }
-table { border-collapse: collapse; margin: 0.6em 0; font-size: 0.9em; }
-th, td { border: 1px solid #ddd; padding: 0.25em 0.6em; vertical-align: top; }
+.cards { display: flex; flex-wrap: wrap; gap: 0.6em; margin: 0.6em 0; }
+.card { border: 1px solid #ddd; border-radius: 6px; padding: 0.35em 0.8em; min-width: 7em; }
+.card .value { font-size: 1.3em; font-weight: 600; }
+.card .label { color: #555; font-size: 0.8em; }
+table { border-collapse: collapse; margin: 0.5em 0; font-size: 0.88em; }
+th, td { border: 1px solid #ddd; padding: 0.2em 0.5em; vertical-align: top; }
 th { background: #f4f4f6; text-align: left; }
 td.num { text-align: right; font-variant-numeric: tabular-nums; white-space: nowrap; }
 td.long { min-width: 22em; }
+td.heat { text-align: center; font-variant-numeric: tabular-nums; min-width: 3.5em; }
 .scroll { overflow-x: auto; max-width: 100%; }
 td.null { color: #999; text-align: center; }
+.swatch { display: inline-block; width: 0.8em; height: 0.8em; border-radius: 2px;
+          margin-right: 0.4em; vertical-align: -0.05em; }
+.bar { display: inline-block; height: 0.7em; background: #4c78a8; vertical-align: 0; }
+td.barcell { width: 64px; border-left: none; }
+.examples a { font-family: ui-monospace, monospace; font-size: 0.85em; margin-right: 0.6em; }
 figure { margin: 1em 0; }
 figure img { max-width: 100%; height: auto; border: 1px solid #eee; }
 figcaption { color: #555; font-size: 0.9em; }
-details summary { cursor: pointer; color: #555; }
+details summary { cursor: pointer; color: #245; }
 pre { background: #f6f6f8; padding: 0.6em; overflow-x: auto; font-size: 0.85em; }
+ul.queries { columns: 2; padding-left: 1.2em; }
+.legend { font-size: 0.85em; color: #444; }
 """
 
 
-def _page(title: str, data: Mapping[str, Any], pngs: Mapping[str, bytes | None]) -> str:
+def _heat(rate: float | None) -> str:
+    """A cell background for a success rate: red (0) through yellow to green (1), light enough
+    for black text; grey when there is no rate. Same scale in every matrix (see the legend)."""
+    if rate is None:
+        return "#f0f0f0"
+    hue = 120 * max(0.0, min(1.0, rate))
+    return f"hsl({hue:.0f}, 70%, 82%)"
+
+
+def _page(
+    title: str, data: Mapping[str, Any], pngs: Mapping[str, bytes | None], viewer_url: str
+) -> str:
     h = data["headline"]
     e = html.escape
+    agents = [r["agent"] for r in data["by_agent"]]
+    colors = plots.agent_colors(agents)
+    fresh = data.get("freshness")
+    lag = ""
+    if fresh is not None and fresh.get("lag_events"):
+        lag = f" ({fresh['lag_events']:,} events behind the log: still catching up)"
     parts: list[str] = [
         "<!DOCTYPE html>",
         '<html lang="en"><head><meta charset="utf-8">',
@@ -334,9 +404,12 @@ def _page(title: str, data: Mapping[str, Any], pngs: Mapping[str, bytes | None])
         f"<title>{e(title)}</title><style>{_CSS}</style></head><body>",
         f"<h1>{e(title)}</h1>",
         f'<p class="sub">Warehouse loaded up to event position '
-        f'<span id="checkpoint">{e(_fmt(data["checkpoint"]))}</span>. Rates, mean returns and '
-        "mean steps are over ended episodes; running episodes are counted apart.</p>",
-        '<h2 id="headline">Headline</h2>',
+        f'<span id="checkpoint">{e(_fmt(data["checkpoint"]))}</span>{e(lag)}. Rates, mean '
+        "returns and mean steps are over ended episodes; running episodes are counted apart.</p>",
+        '<nav><a href="#summary">Summary</a><a href="#families">Families and difficulty</a>'
+        '<a href="#labels">Why episodes failed</a><a href="#plots">Plots</a>'
+        '<a href="#queries">Canned queries</a></nav>',
+        '<section id="summary"><h2 id="headline">Summary</h2>',
     ]
     if not h["episodes"]:
         parts.append('<p class="nodata">No episodes in the warehouse yet: no data.</p>')
@@ -357,26 +430,44 @@ def _page(title: str, data: Mapping[str, Any], pngs: Mapping[str, bytes | None])
             f'<div class="value">{e(fmt(value))}</div><div class="label">{e(label)}</div></div>'
         )
     parts.append("</div>")
-
-    parts.append('<h3 id="by-agent">By agent</h3>')
+    parts.append('<h3 id="by-agent">Agents side by side</h3>')
     parts.append(
-        _table(
-            "by-agent",
-            data["by_agent"],
-            [
-                ("agent", "agent", str),
-                ("episodes", "episodes", _fmt),
-                ("ended", "ended", _fmt),
-                ("successes", "successes", _fmt),
-                ("success_rate", "success rate", _pct),
-                ("mean_return", "mean return", _num),
-                ("mean_steps", "mean steps", _num),
-            ],
-            empty="No episodes yet.",
+        '<p class="legend">Each agent keeps its colour in every table and plot of this '
+        "report. The bar is the success rate.</p>"
+    )
+    parts.append(_agents_table(data["by_agent"], colors))
+    parts.append("</section>")
+
+    parts.append('<section id="families"><h2>Families and difficulty</h2>')
+    parts.append(
+        '<p class="legend">Success rate of ended episodes; cell colour from red (0%) through '
+        "yellow to green (100%), grey: no ended episode.</p>"
+    )
+    parts.append(
+        _matrix(
+            "family-difficulty",
+            data["by_family_difficulty"],
+            "family",
+            "difficulty",
+            "family \\ difficulty",
         )
     )
+    parts.append('<h3 id="agent-family">Per agent and family</h3>')
+    parts.append(
+        _matrix("agent-family", data["by_agent_family"], "agent", "family", "agent", colors)
+    )
+    parts.append("</section>")
 
-    parts.append('<h2 id="plots">Plots</h2>')
+    parts.append('<section id="labels"><h2>Why episodes failed</h2>')
+    parts.append(
+        '<p class="legend">Each failed episode\'s label, with up to '
+        f"{EXAMPLES_PER_LABEL} example episodes: a link opens it in the replay viewer at the "
+        "step of the mistake.</p>"
+    )
+    parts.append(_labels_table(data, viewer_url))
+    parts.append("</section>")
+
+    parts.append('<section id="plots"><h2>Plots</h2>')
     ponr = data["point_of_no_return"]
     figures = [
         (
@@ -422,7 +513,6 @@ def _page(title: str, data: Mapping[str, Any], pngs: Mapping[str, bytes | None])
             f'<figure><img data-plot="{key}" src="{src}" alt="{e(heading)}" width="{w}" '
             f'height="{h_px}"><figcaption>{e(caption)}</figcaption></figure>'
         )
-
     parts.append('<h3 id="chaos-table">Success by chaos kind</h3>')
     parts.append(
         _table(
@@ -438,27 +528,29 @@ def _page(title: str, data: Mapping[str, Any], pngs: Mapping[str, bytes | None])
             empty="No ended episodes yet.",
         )
     )
-    parts.append('<h3 id="taxonomy-table">Failure taxonomy</h3>')
-    parts.append(
-        _table(
-            "failure-taxonomy",
-            data["failure_taxonomy"],
-            [
-                ("label", "label", str),
-                ("description", "definition", str),
-                ("failures", "failures", _fmt),
-                ("share", "share", _pct),
-            ],
-            empty="No taxonomy and no failures yet.",
-        )
-    )
+    parts.append("</section>")
 
-    parts.append('<h2 id="queries">Canned queries</h2>')
+    parts.append('<section id="queries"><h2>Canned queries</h2>')
     if not data["queries"]:
         parts.append('<p class="nodata">No canned queries are defined.</p>')
+    else:
+        parts.append(
+            '<p class="legend">Each query\'s result is behind its link (also '
+            "<code>companyos analyze --query NAME</code>, or <code>POST /analytics/query "
+            '{"name": NAME}</code>).</p><ul class="queries">'
+        )
+        for q in data["queries"]:
+            parts.append(
+                f'<li><a class="query-link" href="#query-{e(q["name"])}" '
+                f'data-query="{e(q["name"])}">{e(q["title"])}</a> '
+                f'<span class="note">({_fmt(q["row_count"])} rows)</span></li>'
+            )
+        parts.append("</ul>")
     for q in data["queries"]:
         parts.append(f'<section class="query" data-query="{e(q["name"])}">')
-        parts.append(f'<h3 id="query-{e(q["name"])}">{e(q["title"])}</h3>')
+        parts.append(f'<details id="query-{e(q["name"])}"><summary>')
+        parts.append(f'<h3 style="display:inline">{e(q["title"])}</h3> <code>{e(q["name"])}</code>')
+        parts.append("</summary>")
         parts.append(f'<p class="note">{e(q["description"])}</p>')
         parts.append(f"<details><summary>SQL</summary><pre>{e(q['sql'])}</pre></details>")
         if q["error"]:
@@ -471,9 +563,144 @@ def _page(title: str, data: Mapping[str, Any], pngs: Mapping[str, bytes | None])
                 parts.append(
                     f'<p class="note">First {len(q["rows"])} of {q["row_count"]} rows.</p>'
                 )
-        parts.append("</section>")
+        parts.append("</details></section>")
+    parts.append("</section>")
+    # A link to a query opens its (closed) section.
+    parts.append(
+        "<script>function openQuery(){const d=document.getElementById("
+        "decodeURIComponent(location.hash.slice(1)));if(d&&d.tagName==='DETAILS')d.open=true;}"
+        "addEventListener('hashchange',openQuery);openQuery();</script>"
+    )
     parts.append("</body></html>")
     return "\n".join(parts) + "\n"
+
+
+def _agents_table(rows: Sequence[Mapping[str, Any]], colors: Mapping[str, str]) -> str:
+    if not rows:
+        return '<p class="nodata" data-table="by-agent">No episodes yet.</p>'
+    e = html.escape
+    head = "".join(
+        f"<th>{e(c)}</th>"
+        for c in (
+            "agent",
+            "episodes",
+            "ended",
+            "successes",
+            "success rate",
+            "",
+            "mean return",
+            "mean steps",
+            "failures",
+            "most frequent label",
+        )
+    )
+    body = []
+    for r in rows:
+        swatch = f'<span class="swatch" style="background:{colors[r["agent"]]}"></span>'
+        rate = r["success_rate"]
+        bar = f'<span class="bar" style="width:{round(60 * (rate or 0))}px"></span>'
+        cells = [
+            f'<td data-key="agent" data-value="{_attr(r["agent"])}">{swatch}{e(r["agent"])}</td>',
+            _cell(r["episodes"], _fmt, "episodes"),
+            _cell(r["ended"], _fmt, "ended"),
+            _cell(r["successes"], _fmt, "successes"),
+            f'<td class="num" data-key="success_rate" data-value="{_attr(rate)}">'
+            f"{e(_pct(rate))}</td>",
+            f'<td class="barcell" data-key="success_bar">{bar}</td>',
+            _cell(r["mean_return"], _num, "mean_return"),
+            _cell(r["mean_steps"], _num, "mean_steps"),
+            _cell(r["failures"], _fmt, "failures"),
+            _cell(r["top_label"], str, "top_label"),
+        ]
+        body.append(f"<tr>{''.join(cells)}</tr>")
+    return (
+        f'<table data-table="by-agent"><thead><tr>{head}</tr></thead>'
+        f"<tbody>{''.join(body)}</tbody></table>"
+    )
+
+
+def _matrix(
+    table_id: str,
+    rows: Sequence[Mapping[str, Any]],
+    row_key: str,
+    col_key: str,
+    corner: str,
+    colors: Mapping[str, str] | None = None,
+) -> str:
+    """Success rates as a grid, ``row_key`` down and ``col_key`` across; each cell carries
+    its rate and episode count."""
+    if not rows:
+        return f'<p class="nodata" data-table="{table_id}">No episodes yet.</p>'
+    e = html.escape
+    row_values = list(dict.fromkeys(r[row_key] for r in rows))
+    col_values = sorted({r[col_key] for r in rows})
+    by = {(r[row_key], r[col_key]): r for r in rows}
+    head = f"<th>{e(corner)}</th>" + "".join(f"<th>{e(str(c))}</th>" for c in col_values)
+    body = []
+    for rv in row_values:
+        swatch = ""
+        if colors is not None and rv in colors:
+            swatch = f'<span class="swatch" style="background:{colors[rv]}"></span>'
+        cells = [f"<th>{swatch}{e(str(rv))}</th>"]
+        for cv in col_values:
+            r = by.get((rv, cv))
+            if r is None:
+                cells.append('<td class="heat null" data-value="null">—</td>')
+                continue
+            rate = r["success_rate"]
+            cells.append(
+                f'<td class="heat" style="background:{_heat(rate)}" data-row="{e(str(rv))}" '
+                f'data-col="{e(str(cv))}" data-value="{_attr(rate)}" '
+                f'data-episodes="{r["episodes"]}" title="{r["episodes"]} episodes">'
+                f"{e(_pct(rate))}</td>"
+            )
+        body.append(f"<tr>{''.join(cells)}</tr>")
+    return (
+        f'<div class="scroll"><table data-table="{table_id}"><thead><tr>{head}</tr></thead>'
+        f"<tbody>{''.join(body)}</tbody></table></div>"
+    )
+
+
+def _labels_table(data: Mapping[str, Any], viewer_url: str) -> str:
+    rows = data["failure_taxonomy"]
+    if not rows:
+        return (
+            '<p class="nodata" data-table="failure-taxonomy">No taxonomy and no failures yet.</p>'
+        )
+    e = html.escape
+    examples: dict[str, list[Mapping[str, Any]]] = {}
+    for x in data["label_examples"]:
+        examples.setdefault(x["label"], []).append(x)
+    body = []
+    for r in rows:
+        links = "".join(
+            f'<a href="{e(_viewer_link(viewer_url, x["episode_id"], x["step"]))}" '
+            f'title="{e(x["agent"])}, step {e(_fmt(x["step"]))}">'
+            f"{e(x['episode_id'][:8])}</a>"
+            for x in examples.get(r["label"], [])
+        )
+        body.append(
+            "<tr>"
+            + _cell(r["label"], str, "label")
+            + _cell(r["description"], str, "description")
+            + _cell(r["failures"], _fmt, "failures")
+            + _cell(r["share"], _pct, "share")
+            + f'<td class="examples" data-key="examples">{links}</td>'
+            + "</tr>"
+        )
+    head = "".join(
+        f"<th>{c}</th>" for c in ("label", "definition", "failures", "share", "examples")
+    )
+    return (
+        f'<table data-table="failure-taxonomy"><thead><tr>{head}</tr></thead>'
+        f"<tbody>{''.join(body)}</tbody></table>"
+    )
+
+
+def _viewer_link(viewer_url: str, episode_id: str, step: int | None) -> str:
+    """The replay viewer's address of an episode at a step (its hash route)."""
+    tail = "" if step is None else f"/{int(step)}"
+    return f"{viewer_url}#/episode/{quote(episode_id, safe='')}{tail}"
 
 
 Column = tuple[str, str, Callable[[Any], str]]

@@ -104,8 +104,8 @@ def _schema_tables() -> tuple[str, ...]:
 TABLES: tuple[str, ...] = _schema_tables()
 
 _HINT = (
-    f"the tables are {', '.join(TABLES)} (DESCRIBE <table> shows the columns; "
-    "SHOW TABLES lists them)"
+    f"the tables are {', '.join(TABLES)} (SHOW TABLES lists them, DESCRIBE <table> shows the "
+    "columns; SELECT table_name, column_name, comment FROM duckdb_columns() says what each means)"
 )
 
 

@@ -2,32 +2,38 @@
 
 ``catch_up`` reads the log in pages after the checkpoint. Each page is one DuckDB transaction:
 its events are appended to ``events``, every episode stream the page touched is re-derived from
-its whole stream (``steps``, ``episodes``, ``failures`` rows deleted and inserted again), and
-the checkpoint moves to the page's last position. A crash leaves the warehouse at the end of
-the last committed page, consistent, and the next catch-up continues from there.
+its whole stream (its ``steps``, ``episodes``, ``failures``, ``approvals`` and ``chaos`` rows,
+`EPISODE_TABLES`, deleted and inserted again), and the checkpoint moves to the page's last
+position. A crash leaves the warehouse at the end of the last committed page, consistent, and
+the next catch-up continues from there. The next page is read while this one is derived.
 
-Episodes are derived by the projections (``replay``, ``projections.mistakes``), each distinct
-stream once: streams with the same hash chain (a deterministic agent's trials of one instance)
-share rows.
+Episodes are derived by the projections (``replay``, ``projections.mistakes``) and
+`lifecycle`, each distinct stream once: streams with the same hash chain (a deterministic
+agent's trials of one instance) share rows, and streams with the same set-up share its fold
+(`setups`). With ``workers`` (`COMPANYOS_ANALYTICS_WORKERS`), worker processes derive a share
+of each page; that pays only on a machine with idle cores (`bench/analytics.py` measures it).
 
-How rows reach DuckDB, measured on 200,000 events of the benchmark's log (its two "events
-only" lines compare the first and the third on every run): an Arrow table read by ``INSERT ...
-SELECT`` 1.6 us per event, pandas (``con.append(df)`` or ``INSERT ... SELECT``) 2.2 us, DuckDB
-2's native appender (``con.appender``) 2.7 us, ``executemany`` 480 us. So Arrow when pyarrow is
-installed (a dev extra, not a dependency), the appender otherwise; both stage the stored
-columns as they are and convert in SQL (epoch seconds to TIMESTAMP, text to JSON): building
+How rows reach DuckDB, measured on 200,000 events of the benchmark's log: an Arrow table
+read by ``INSERT ... SELECT`` 1.6 us per event, pandas (``con.append(df)`` or ``INSERT ...
+SELECT``) 2.2 us, DuckDB 2's native appender (``con.appender``) 2.7 us, ``executemany`` 480
+us. So Arrow when pyarrow is installed (a dev extra, not a dependency), the appender
+otherwise; both stage the stored columns as they are and convert in SQL (epoch seconds to
+TIMESTAMP, text to JSON): building
 Python datetimes costs more than the whole move.
 """
 
 from __future__ import annotations
 
 import gc
+import os
 import time
 from collections.abc import Callable, Iterator, Mapping, Sequence
-from contextlib import contextmanager, suppress
+from concurrent.futures import Future, ProcessPoolExecutor
+from contextlib import AbstractContextManager, contextmanager, nullcontext, suppress
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from importlib import resources
+from multiprocessing import get_context
 from pathlib import Path
 from typing import Any, NamedTuple
 
@@ -50,17 +56,30 @@ from companyos.events.types import (
     FaultInjected,
     InvalidAction,
 )
-from companyos.projections.mistakes import LABELS
+from companyos.projections.mistakes import LABELS, Analysis, analyse
 from companyos.projections.replay import Replay, StepRecord, replay
 
-from .mistakes_table import analysis_of, load_mistakes
+from .lifecycle import approval_rows, chaos_rows
+from .setups import SetupCache
 from .source import EventParser, RawEvent, read_prefix, read_raw
 
+MEMORY_LIMIT = "300MB"
+"""DuckDB's buffer pool for a file-backed warehouse (pages beyond it stay on disk)."""
 PAGE_SIZE = 50_000
 """Events per page (one transaction each): large enough that a full load is a few dozen
 transactions, small enough that a page's parsed events stay well under a hundred MB."""
 
-TABLES = ("events", "steps", "episodes", "failures", "taxonomy", "checkpoint")
+TABLES = (
+    "events",
+    "steps",
+    "episodes",
+    "failures",
+    "mistakes",
+    "approvals",
+    "chaos",
+    "taxonomy",
+    "checkpoint",
+)
 """Every table of the schema (``sql/schema.sql``)."""
 
 Progress = Callable[[int, int], None]
@@ -108,6 +127,13 @@ class Derived(NamedTuple):
     steps: list[tuple[Any, ...]]
     episode: tuple[Any, ...]
     failure: tuple[Any, ...] | None
+    mistakes: list[tuple[Any, ...]]
+    approvals: list[tuple[Any, ...]]
+    chaos: list[tuple[Any, ...]]
+
+
+EPISODE_TABLES = ("steps", "episodes", "failures", "mistakes", "approvals", "chaos")
+"""The tables whose rows are derived per episode stream (episode_id first in each)."""
 
 
 def _timestamp(seconds: float) -> datetime:
@@ -180,8 +206,7 @@ def _episode_row(rows: Sequence[RawEvent], started: Event, r: Replay) -> tuple[A
     )
 
 
-def _failure_row(eid: str, events: Sequence[Event], r: Replay) -> tuple[Any, ...] | None:
-    found = analysis_of(eid, events, r)  # also every mistake, for `load_mistakes`
+def _failure_row(eid: str, found: Analysis, r: Replay) -> tuple[Any, ...] | None:
     if r.outcome is None or r.outcome == "success":
         return None
     mistake = found.decisive
@@ -190,16 +215,26 @@ def _failure_row(eid: str, events: Sequence[Event], r: Replay) -> tuple[Any, ...
     return (eid, mistake.label, mistake.step, mistake.detail, None, False)
 
 
-def derive(rows: Sequence[RawEvent], events: Sequence[Event]) -> Derived:
+def derive(
+    rows: Sequence[RawEvent], events: Sequence[Event], setups: SetupCache | None = None
+) -> Derived:
     """The rows of one whole episode stream (``rows`` as stored, ``events`` their models), from
-    the projections: replay, and the decisive mistake of a failure."""
-    r = replay(events)
+    the projections: replay (each distinct set-up folded once, with ``setups``), every mistake
+    and the decisive one of a failure (`projections.mistakes`), and `lifecycle`."""
+    r = replay(events) if setups is None else setups.replay(events, [x.hash for x in rows])
     eid = rows[0].stream
+    found = analyse(events, r)  # costs honest forks for a failure: once per distinct stream
     return Derived(
         eid,
         [_step_row(eid, s) for s in r.steps],
         _episode_row(rows, events[0], r),
-        _failure_row(eid, events, r),
+        _failure_row(eid, found, r),
+        [
+            (eid, m.step, m.label, m.evidence, m.made_good_at, m.decisive, m.harmless)
+            for m in found.mistakes
+        ],
+        approval_rows(eid, events),
+        chaos_rows(eid, events),
     )
 
 
@@ -212,8 +247,9 @@ class Deriver:
     the last event's hash covers every seq, type, version and payload of the stream (a stream
     whose hashes do not match its content is ``verify``'s business, not the warehouse's)."""
 
-    def __init__(self, max_memo: int = 8192) -> None:
+    def __init__(self, max_memo: int = 2048) -> None:
         self.parser = EventParser()
+        self.setups = SetupCache()
         self.max_memo = max_memo
         self._memo: dict[tuple[str, int], Derived] = {}
         self.derived = 0
@@ -225,13 +261,143 @@ class Deriver:
         if seen is not None:
             self.reused += 1
             return _relabel(seen, rows)
+        return self._derive(key, rows)
+
+    def many(
+        self, streams: Sequence[Sequence[RawEvent]], pool: DerivePool | None
+    ) -> Callable[[], list[Derived]]:
+        """Start deriving ``streams``; the function returned waits and gives their rows, in
+        order. Each distinct content is derived once (the memo, then the batch itself); with a
+        pool and enough of them, in its worker processes while the caller goes on."""
+        keys = [(rows[-1].hash, len(rows)) for rows in streams]
+        todo: dict[tuple[str, int], Sequence[RawEvent]] = {}
+        for key, rows in zip(keys, streams, strict=True):
+            if key not in self._memo and key not in todo:
+                todo[key] = rows
+        if pool is None or len(todo) < pool.min_streams:
+            fresh = {key: self._derive(key, rows) for key, rows in todo.items()}
+            return lambda: self._assemble(streams, keys, fresh)
+        # The workers take their shares; this process derives one share itself in finish()
+        # (it would only wait otherwise).
+        items = list(todo.items())
+        mine = items[: len(items) // (pool.workers + 1)]
+        futures = pool.submit([rows for _, rows in items[len(mine) :]])
+
+        def finish() -> list[Derived]:
+            fresh = {key: self._derive(key, rows) for key, rows in mine}
+            done = [d for f in futures for d in f.result()]
+            for (key, _), d in zip(items[len(mine) :], done, strict=True):
+                self.derived += 1
+                self._remember(key, d)
+                fresh[key] = d
+            return self._assemble(streams, keys, fresh)
+
+        return finish
+
+    def _derive(self, key: tuple[str, int], rows: Sequence[RawEvent]) -> Derived:
         self.derived += 1
-        out = derive(rows, self.parser.events(rows))
+        out = derive(rows, self.parser.events(rows), self.setups)
+        self._remember(key, out)
+        return out
+
+    def _remember(self, key: tuple[str, int], d: Derived) -> None:
         if self.max_memo > 0:  # 0: derive every stream (what the benchmark compares with)
             if len(self._memo) >= self.max_memo:
                 self._memo.clear()
-            self._memo[key] = out
+            self._memo[key] = d
+
+    def _assemble(
+        self,
+        streams: Sequence[Sequence[RawEvent]],
+        keys: list[tuple[str, int]],
+        fresh: dict[tuple[str, int], Derived],
+    ) -> list[Derived]:
+        out = []
+        for key, rows in zip(keys, streams, strict=True):
+            d = fresh.pop(key, None)  # the first stream with this content: its own rows
+            if d is None:
+                seen = self._memo.get(key)
+                if seen is None:  # no memo (or it was just cleared): derive again
+                    d = self._derive(key, rows)
+                else:
+                    self.reused += 1
+                    d = _relabel(seen, rows)
+            out.append(d)
         return out
+
+
+_WORKER: Deriver | None = None
+
+
+def _derive_in_worker(streams: list[list[tuple[Any, ...]]]) -> list[Derived]:
+    """A worker process's share of a page: each stream derived (no memo: the parent dedups).
+    Rows come as plain tuples: a named tuple pickles as a call of its class, ten times dearer."""
+    global _WORKER
+    if _WORKER is None:
+        _WORKER = Deriver(max_memo=0)
+    new = tuple.__new__
+    with _no_gc():  # as in the parent: the chunk's objects all live until it is sent back
+        out = []
+        for plain in streams:
+            rows = [new(RawEvent, r) for r in plain]
+            out.append(derive(rows, _WORKER.parser.events(rows), _WORKER.setups))
+        return out
+
+
+def _ready() -> bool:
+    """A no-op run by each worker as it starts: its imports happen while the parent reads."""
+    return True
+
+
+def default_workers() -> int:
+    """Worker processes for deriving, besides this one: ``COMPANYOS_ANALYTICS_WORKERS`` if set,
+    else none (derive in this process). Workers pay off only with idle cores: each stream's
+    events go to a worker and its rows come back pickled, so on a machine whose cores are busy
+    anyway a page takes longer, not shorter (`bench/analytics.py` measures both)."""
+    value = os.environ.get("COMPANYOS_ANALYTICS_WORKERS")
+    if value is not None:
+        try:
+            return max(0, int(value))
+        except ValueError:
+            raise ValueError(
+                f"COMPANYOS_ANALYTICS_WORKERS={value!r}: expected a whole number (0: none)"
+            ) from None
+    return 0
+
+
+class DerivePool:
+    """Worker processes deriving episode streams, started on first use.
+
+    Spawned, not forked: the parent holds DuckDB's threads (and a server's), which a fork would
+    copy mid-flight. A page is cut into a few chunks per worker so that they finish together;
+    below ``min_streams`` distinct streams a page is derived in the parent (a catch-up of a
+    few episodes is not worth the round trip)."""
+
+    def __init__(self, workers: int, min_streams: int = 100) -> None:
+        self.workers = workers
+        self.min_streams = min_streams
+        self._executor: ProcessPoolExecutor | None = None
+
+    def submit(self, streams: list[Sequence[RawEvent]]) -> list[Future[list[Derived]]]:
+        executor = self.start()
+        size = max(16, -(-len(streams) // (2 * self.workers)))
+        return [
+            executor.submit(_derive_in_worker, [list(map(tuple, s)) for s in streams[i : i + size]])
+            for i in range(0, len(streams), size)
+        ]
+
+    def start(self) -> ProcessPoolExecutor:
+        """The executor, its workers started (and importing) in the background."""
+        if self._executor is None:
+            self._executor = ProcessPoolExecutor(self.workers, mp_context=get_context("spawn"))
+            for _ in range(self.workers):
+                self._executor.submit(_ready)
+        return self._executor
+
+    def close(self) -> None:
+        if self._executor is not None:
+            self._executor.shutdown(wait=True, cancel_futures=True)
+            self._executor = None
 
 
 def _relabel(d: Derived, rows: Sequence[RawEvent]) -> Derived:
@@ -250,6 +416,9 @@ def _relabel(d: Derived, rows: Sequence[RawEvent]) -> Derived:
         [(eid, *step[1:]) for step in d.steps],
         episode,
         None if d.failure is None else (eid, *d.failure[1:]),
+        [(eid, *m[1:]) for m in d.mistakes],
+        [(eid, *a[1:]) for a in d.approvals],
+        [(eid, *c[1:]) for c in d.chaos],
     )
 
 
@@ -383,13 +552,25 @@ class Warehouse:
         path: str | Path = ":memory:",
         *,
         page_size: int = PAGE_SIZE,
+        workers: int | None = None,
     ) -> None:
+        """``workers``: processes deriving episodes during a load (None: `default_workers`;
+        0: derive in this process)."""
         self.path = str(path)
         if self.path != ":memory:":
             Path(self.path).parent.mkdir(parents=True, exist_ok=True)
         self.con: duckdb.DuckDBPyConnection = duckdb.connect(self.path)
+        self.memory_limit: str | None = None
+        """DuckDB's memory limit set on the connection (None: DuckDB's default)."""
+        if self.path != ":memory:":
+            # A file-backed warehouse keeps only its working set in memory: DuckDB's buffer
+            # pool would otherwise grow with the database (80% of RAM by default).
+            self.memory_limit = MEMORY_LIMIT
+            self.con.execute(f"SET memory_limit = '{MEMORY_LIMIT}'")
         self.page_size = page_size
         self.deriver = Deriver()
+        n = default_workers() if workers is None else workers
+        self.pool: DerivePool | None = DerivePool(n) if n > 0 else None
         self._arrow_schemas: dict[str, list[tuple[str, Any]]] = {}
         self._create()
         self._position = self._checkpoint()
@@ -415,22 +596,36 @@ class Warehouse:
 
     # ------------------------------------------------------------------ loading
 
-    def catch_up(self, store: EventStore, progress: Progress | None = None) -> CatchUpResult:
-        """Load every event after `position`, page by page, re-deriving the episodes touched."""
+    def catch_up(
+        self,
+        store: EventStore,
+        progress: Progress | None = None,
+        page_lock: AbstractContextManager[Any] | None = None,
+    ) -> CatchUpResult:
+        """Load every event after `position`, page by page, re-deriving the episodes touched.
+        ``page_lock`` is held around each page's transaction, and only then (a server lets its
+        snapshots in between pages, see `analytics.service`)."""
         started = time.perf_counter()
         streams = _Streams(self, store)
         loaded = 0
         derived: set[str] = set()
         with _no_gc():
-            while True:
-                page, at_end = self._next_page(store)
-                if page:
-                    derived |= self._apply(page, streams)
-                    loaded += len(page)
-                    if progress is not None:
-                        progress(loaded, self._position)
-                if at_end:
-                    break
+            page, at_end = self._next_page(store, self._position)
+            while page:
+                # The next page is read while the workers derive this one.
+                ahead: list[tuple[list[RawEvent], bool]] = []
+
+                def read_ahead(
+                    after: int = page[-1].position, end: bool = at_end, into: list[Any] = ahead
+                ) -> None:
+                    into.append(([], True) if end else self._next_page(store, after))
+
+                with page_lock if page_lock is not None else nullcontext():
+                    derived |= self._apply(page, streams, read_ahead)
+                loaded += len(page)
+                if progress is not None:
+                    progress(loaded, self._position)
+                page, at_end = ahead[0] if ahead else self._next_page(store, self._position)
         return CatchUpResult(loaded, len(derived), self._position, time.perf_counter() - started)
 
     def rebuild(self, store: EventStore, progress: Progress | None = None) -> CatchUpResult:
@@ -455,7 +650,7 @@ class Warehouse:
             )
         return result
 
-    def _next_page(self, store: EventStore) -> tuple[list[RawEvent], bool]:
+    def _next_page(self, store: EventStore, after: int) -> tuple[list[RawEvent], bool]:
         """The next page, ending where an append ends, and whether it reaches the log's end.
 
         A short read is the log's end, and appends are atomic, so it ends on a boundary. A full
@@ -463,7 +658,7 @@ class Warehouse:
         there; an append larger than a page is read whole, whatever its size."""
         limit = self.page_size
         while True:
-            rows = read_raw(store, self._position, limit)
+            rows = read_raw(store, after, limit)
             if len(rows) < limit:
                 return rows, True
             cut = _last_append_start(rows)
@@ -471,15 +666,24 @@ class Warehouse:
                 return rows[:cut], False
             limit *= 2
 
-    def _apply(self, page: Sequence[RawEvent], streams: _Streams) -> set[str]:
+    def _apply(
+        self,
+        page: Sequence[RawEvent],
+        streams: _Streams,
+        meanwhile: Callable[[], None] | None = None,
+    ) -> set[str]:
+        """One page in one transaction. Episodes are derived (by the workers, if any) while
+        the events are appended and ``meanwhile`` runs."""
         con = self.con
         try:
             episodes, existing = streams.collect(page)
-            rows = [self.deriver(whole) for whole in episodes.values()]
+            finish = self.deriver.many(list(episodes.values()), self.pool)
             con.begin()
             self._append_events(page)
+            if meanwhile is not None:
+                meanwhile()
+            rows = finish()
             self._replace(rows, existing)
-            load_mistakes(con, episodes)  # the `mistakes` table (analytics.mistakes_table)
             self._refresh_taxonomy()
             con.execute("UPDATE checkpoint SET position = $p", {"p": page[-1].position})
             con.commit()
@@ -508,13 +712,16 @@ class Warehouse:
 
     def _replace(self, rows: list[Derived], existing: list[str]) -> None:
         if existing:
-            for table in ("steps", "episodes", "failures"):
+            for table in EPISODE_TABLES:
                 self.con.execute(
                     f"DELETE FROM {table} WHERE list_contains($ids, episode_id)", {"ids": existing}
                 )
         self._insert("steps", [step for d in rows for step in d.steps])
         self._insert("episodes", [d.episode for d in rows])
         self._insert("failures", [d.failure for d in rows if d.failure is not None])
+        self._insert("mistakes", [m for d in rows for m in d.mistakes])
+        self._insert("approvals", [a for d in rows for a in d.approvals])
+        self._insert("chaos", [c for d in rows for c in d.chaos])
 
     def _insert(self, table: str, rows: list[tuple[Any, ...]]) -> None:
         """Rows in the table's column order, by Arrow when there are many, else the appender."""
@@ -578,6 +785,8 @@ class Warehouse:
 
     def close(self) -> None:
         self.con.close()
+        if self.pool is not None:
+            self.pool.close()
 
     def __enter__(self) -> Warehouse:
         return self

@@ -24,10 +24,11 @@ from companyos.analytics.sandbox import (
     SandboxBusy,
     SnapshotError,
 )
-from companyos.analytics.service import LiveAnalytics, UnknownQuery
+from companyos.analytics.service import DEFAULT_WAIT_S, LiveAnalytics, UnknownQuery
 
 MAX_ROWS = 10_000
 TIMEOUT_S = 10.0
+MAX_WAIT_S = 30.0
 T = TypeVar("T")
 
 
@@ -50,7 +51,7 @@ class QueryRequest(BaseModel):
         extra="forbid",
         json_schema_extra={
             "examples": [
-                {"name": "success_by_family"},
+                {"name": "success_return"},
                 {"sql": "SELECT agent, avg(success::INT) FROM episodes GROUP BY agent"},
             ]
         },
@@ -58,6 +59,13 @@ class QueryRequest(BaseModel):
     sql: str | None = Field(default=None, max_length=MAX_SQL_CHARS)
     name: str | None = Field(default=None, max_length=100)
     max_rows: int = Field(default=1000, ge=1, le=MAX_ROWS, description="Rows to return at most.")
+    wait_s: float = Field(
+        default=DEFAULT_WAIT_S,
+        ge=0,
+        le=MAX_WAIT_S,
+        description="Seconds to wait at most for the warehouse to reach the log's end (it is "
+        "caught up in the background; the answer says how fresh it is).",
+    )
 
     @model_validator(mode="after")
     def _one_of(self) -> QueryRequest:
@@ -73,6 +81,12 @@ class QueryAnswer(BaseModel):
     row_count: int
     truncated: bool
     seconds: float
+    as_of_event: int = Field(description="The last global position of the log the answer reflects.")
+    lag_events: int | None = Field(
+        description="Events the log held beyond as_of_event when the request came (None: the "
+        "store cannot say)."
+    )
+    catching_up: bool = Field(description="The background catch-up was still loading.")
 
 
 class CannedQuery(BaseModel):
@@ -99,8 +113,11 @@ def build_analytics_router(analytics: LiveAnalytics) -> APIRouter:
         "/query",
         summary="Run a canned query by name, or one read-only SQL statement in the sandbox",
         description=(
-            "Tables: events, steps, episodes, failures, taxonomy (see `analytics/sql/schema.sql`"
-            "). User SQL runs on a read-only snapshot of the warehouse with external access "
+            "Tables: events, steps, episodes, failures, approvals, chaos, taxonomy (see "
+            "`analytics/sql/schema.sql`; `duckdb_columns()` describes every column). The "
+            "warehouse is caught up in the background: a request waits at most `wait_s` for it, "
+            "and the answer says how fresh it is (`as_of_event`, `lag_events`). User SQL runs "
+            "on a read-only snapshot of the warehouse with external access "
             "off, configuration locked, memory and thread limits and a "
             f"{TIMEOUT_S:.0f} s timeout; anything but a single SELECT is refused (400)."
         ),
@@ -108,11 +125,15 @@ def build_analytics_router(analytics: LiveAnalytics) -> APIRouter:
     async def query(body: QueryRequest) -> QueryAnswer:
         try:
             if body.name is not None:
-                result = await _warehouse(analytics.canned, body.name)
+                result, fresh = await _warehouse(analytics.canned, body.name, wait_s=body.wait_s)
             else:
                 assert body.sql is not None
-                result = await _warehouse(
-                    analytics.query, body.sql, timeout_s=TIMEOUT_S, max_rows=body.max_rows
+                result, fresh = await _warehouse(
+                    analytics.query,
+                    body.sql,
+                    timeout_s=TIMEOUT_S,
+                    max_rows=body.max_rows,
+                    wait_s=body.wait_s,
                 )
         except SandboxBusy as exc:  # the server's state, not the request's fault
             raise HTTPException(503, str(exc), headers={"Retry-After": "1"}) from None
@@ -122,7 +143,7 @@ def build_analytics_router(analytics: LiveAnalytics) -> APIRouter:
         if len(answer["rows"]) > body.max_rows:  # canned queries are not truncated by the sandbox
             answer.update(rows=answer["rows"][: body.max_rows], truncated=True)
             answer["row_count"] = body.max_rows
-        return QueryAnswer(**answer)
+        return QueryAnswer(**answer, **fresh.to_dict())
 
     @router.get(
         "/report",
@@ -137,9 +158,15 @@ def build_analytics_router(analytics: LiveAnalytics) -> APIRouter:
     )
     async def report(
         format: Literal["html", "json"] = Query("html", description="html or json."),
+        wait_s: float = Query(
+            DEFAULT_WAIT_S,
+            ge=0,
+            le=MAX_WAIT_S,
+            description="Seconds to wait at most for the warehouse to reach the log's end.",
+        ),
     ) -> Response:
         if format == "json":
-            return JSONResponse(await _warehouse(analytics.report_data))
-        return HTMLResponse(await _warehouse(analytics.report_html))
+            return JSONResponse(await _warehouse(analytics.report_data, wait_s=wait_s))
+        return HTMLResponse(await _warehouse(analytics.report_html, wait_s=wait_s))
 
     return router

@@ -1,70 +1,54 @@
-"""The analytics warehouse on a million events: full load, incremental catch-up, canned queries.
+"""The analytics warehouse at scale: full load, Parquet export, catch-up, canned queries and a
+server's first request, each against today's code path measured in the same run.
 
 The log is shaped like what `companyos eval --agent oracle,naive,random --trials 4` writes:
-instances over every family and difficulty, each played four times by each agent. The random
-agent's trials are played (each with its own seed, so they differ); the oracle and the naive
-agent are deterministic, so their trials 2-4 store the very events of trial 1 (same seed, same
-actions, same log: invariant 4) and are copied under new episode ids instead of being played
-again. Everything is in an in-memory store.
+instances over every family and difficulty, each played four times by each agent (the random
+agent's trials played, each with its own seed; the deterministic agents' trials 2-4, which
+store the very events of trial 1, copied under new episode ids). It is written to a SQLite
+store file, the store a server or `companyos analyze` reads.
 
-Measured, on that log:
+Every measurement runs in a fresh process of its own (spawned), so that its peak RSS (the
+process's, plus its largest worker's when it has workers) is its own, not the benchmark's:
 
-* reference: the events alone appended to the ``events`` table by DuckDB's appender (no
-  projection), the floor of a load; and the same by an Arrow table, the warehouse's way when
-  pyarrow is installed (the appender otherwise);
-* full load: `Warehouse.catch_up` from empty (events, steps, episodes, failures), and the same
-  with every stream derived even when an identical one was (no reuse of identical streams);
-* catch-up: 10,000 new events (new episodes) after the full load;
-* every canned query on the loaded warehouse (median of several runs).
+* full load: today's path (`bench/reference_analytics.py`, the warehouse as it was before issue
+  16) and the new one (`companyos.analytics.warehouse`), in this process and with ``--workers``
+  worker processes deriving the episodes;
+* Parquet export of the loaded warehouse: today's export and the new one (bounded memory);
+* catch-up: ``--catch-up`` new events appended to the store after the loads, caught up by both;
+* every canned query on the loaded warehouse (median of ``--rounds``);
+* a server's first analytics request after a cold start (`LiveAnalytics`): today's answered
+  only after a full load; the new one answers at once from what is loaded and says how fresh
+  it is, while the catch-up runs in the background (the time until it has caught up is shown).
 
-Ratios compare with the reference measured in the same run. The machine may be shared: wall
-and CPU seconds (this process, DuckDB's threads included) are both shown.
+Ratios are today's figure over the new one (above 1: the new path is better). The machine may
+be shared (the load average is printed): wall and CPU seconds are both shown.
 
-    python bench/analytics.py [--events N] [--catch-up M] [--trials K] [--json out.json]
+    python bench/analytics.py                  # 1M events
+    python bench/analytics.py --big            # 5M events (several minutes, a few GB of disk)
+    python bench/analytics.py --events 200000 --json out.json
 """
 
 from __future__ import annotations
 
 import argparse
-import gc
 import json
 import os
+import resource
+import shutil
 import statistics
+import sys
+import tempfile
 import time
-from collections.abc import Iterator
-from contextlib import contextmanager
+from collections.abc import Callable
+from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass, field
-from importlib import resources
+from multiprocessing import get_context
 from pathlib import Path
 from typing import Any
 
-import duckdb
-from rich.console import Console
-from rich.progress import Progress, TaskID
-
-from companyos.agents import RandomAgent, in_process_naive, in_process_oracle, play
-from companyos.analytics.queries import CANNED, run
-from companyos.analytics.source import read_raw
-from companyos.analytics.warehouse import _MOVE, _STAGE, Deriver, Warehouse, _arrow, pyarrow
-from companyos.api import CompanyOSEnvironment
-from companyos.domain import DIFFICULTIES, FAMILY_NAMES
-from companyos.events import EventStore, InMemoryEventStore
-
-TARGETS = {"full load": 10.0, "catch-up": 0.2, "query": 1.0}
-"""Seconds, from issue 5's acceptance."""
-
-
-@dataclass
-class Timing:
-    wall: float
-    cpu: float
-
-
-@contextmanager
-def timed(out: list[Timing]) -> Iterator[None]:
-    wall, cpu = time.perf_counter(), time.process_time()
-    yield
-    out.append(Timing(time.perf_counter() - wall, time.process_time() - cpu))
+BENCH = Path(__file__).resolve().parent
+if str(BENCH) not in sys.path:
+    sys.path.insert(0, str(BENCH))  # reference_analytics, in the spawned children too
 
 
 # ---------------------------------------------------------------------------- the log
@@ -72,17 +56,22 @@ def timed(out: list[Timing]) -> Iterator[None]:
 
 @dataclass
 class Log:
-    """Streams to write, in order: (source store, stream id) pairs, a stream once per trial."""
+    """Streams to write, in order: a stream id of the source store once per trial."""
 
-    source: InMemoryEventStore = field(default_factory=InMemoryEventStore)
+    source: Any
     order: list[str] = field(default_factory=list)
     events: int = 0
     played: int = 0
 
 
-def generate(target: int, trials: int, progress: Progress) -> Log:
+def generate(target: int, trials: int, progress: Any) -> Log:
     """Instances until ``target`` events: per instance, ``trials`` trials of each agent."""
-    log = Log()
+    from companyos.agents import RandomAgent, in_process_naive, in_process_oracle, play
+    from companyos.api import CompanyOSEnvironment
+    from companyos.domain import DIFFICULTIES, FAMILY_NAMES
+    from companyos.events import InMemoryEventStore
+
+    log = Log(InMemoryEventStore())
     env = CompanyOSEnvironment(log.source)
     oracle, naive = in_process_oracle(env), in_process_naive(env)
     task = progress.add_task("playing", total=target)
@@ -107,13 +96,18 @@ def generate(target: int, trials: int, progress: Progress) -> Log:
     return log
 
 
-def copy_streams(log: Log, streams: list[str], into: EventStore, n: int) -> int:
+def copy_streams(log: Log, streams: list[str], into: Any, n: int, progress: Any = None) -> int:
     """Append each of ``streams`` to ``into`` as a new episode; returns the events written."""
     written = 0
+    task = progress.add_task("writing the store", total=len(streams)) if progress else None
     for k, eid in enumerate(streams):
         events = [r.event for r in log.source.read(eid)]
         into.append(f"bench-{n + k:07d}", events, -1)
         written += len(events)
+        if task is not None and k % 500 == 0:
+            progress.update(task, completed=k)
+    if hasattr(into, "flush"):
+        into.flush()  # a SQLite store in group-commit mode: the last group
     return written
 
 
@@ -127,177 +121,279 @@ def split(log: Log, catch_up: int) -> tuple[list[str], list[str]]:
     return log.order[:tail], log.order[tail:]
 
 
-# ---------------------------------------------------------------------------- measurements
+# ---------------------------------------------------------------------------- in the children
 
 
-def events_only(
-    store: EventStore, page: int, arrow: bool, progress: Progress, task: TaskID
-) -> None:
-    """The events alone into a fresh ``events`` table, the way the warehouse stages them (same
-    reads, same conversion in SQL, the cyclic collector paused as there), nothing else: by
-    DuckDB's appender, or by an Arrow table (what the warehouse does when pyarrow is there)."""
-    gc.disable()
-    try:
-        _events_only(store, page, arrow, progress, task)
-    finally:
-        gc.enable()
+def _store(db: str) -> Any:
+    from companyos.events.sql import SQLEventStore, sqlite_url
+
+    return SQLEventStore(sqlite_url(db))
 
 
-def _events_only(
-    store: EventStore, page: int, arrow: bool, progress: Progress, task: TaskID
-) -> None:
-    con = duckdb.connect()
-    con.execute(resources.files("companyos.analytics.sql").joinpath("schema.sql").read_text())
-    con.execute(_STAGE)
-    position = 0
-    while rows := read_raw(store, position, page):
-        con.begin()
-        if arrow:
-            con.register("page_events", _arrow(rows))
-            con.execute(_MOVE.format(source="page_events"))
-            con.unregister("page_events")
-        else:
-            with con.appender("stage_events") as app:
-                app.append_rows(rows)
-            con.execute(_MOVE.format(source="stage_events"))
-            con.execute("DELETE FROM stage_events")
-        con.commit()
-        position = rows[-1].position
-        progress.update(task, completed=position)
-    con.close()
+def _peak_rss_kb() -> int:
+    """This process's peak resident set (VmHWM): unlike ``ru_maxrss``, it starts afresh at
+    exec, so a child spawned by the large benchmark process does not inherit its peak."""
+    for line in Path("/proc/self/status").read_text().splitlines():
+        if line.startswith("VmHWM:"):
+            return int(line.split()[1])
+    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss  # not Linux: the best there is
 
 
-def load(
-    store: EventStore, reuse: bool, progress: Progress, name: str, total: int
-) -> tuple[Warehouse, Timing]:
-    wh = Warehouse()
-    if not reuse:
-        wh.deriver = Deriver(max_memo=0)
-    task = progress.add_task(name, total=total)
-    out: list[Timing] = []
-    with timed(out):
-        wh.catch_up(store, lambda loaded, _: progress.update(task, completed=loaded))
-    return wh, out[0]
+def _usage(workers: bool) -> dict[str, float]:
+    me = resource.getrusage(resource.RUSAGE_SELF)
+    kids = resource.getrusage(resource.RUSAGE_CHILDREN)
+    # Kilobytes. With workers, the largest one runs alongside this process: added (its
+    # ru_maxrss counts what it shared with this process when it started: an upper bound).
+    rss = _peak_rss_kb() + (kids.ru_maxrss if workers else 0)
+    return {"cpu": me.ru_utime + me.ru_stime + kids.ru_utime + kids.ru_stime, "rss_mb": rss / 1024}
 
 
-def time_queries(wh: Warehouse, rounds: int) -> dict[str, Timing]:
-    out: dict[str, Timing] = {}
+def _measured(work: Callable[[], Any], workers: bool = False) -> dict[str, Any]:
+    before = _usage(workers)
+    wall = time.perf_counter()
+    out = work()
+    after = _usage(workers)
+    return {
+        "wall": time.perf_counter() - wall,
+        "cpu": after["cpu"] - before["cpu"],
+        "rss_mb": after["rss_mb"],
+        "out": out,
+    }
+
+
+def child_load(db: str, path: str, which: str, workers: int, page: int) -> dict[str, Any]:
+    """A full load of the store into a new warehouse file, today's way or the new one."""
+    store = _store(db)
+    if which == "today":
+        import reference_analytics
+
+        wh: Any = reference_analytics.Warehouse(path, page_size=page)
+    else:
+        from companyos.analytics.warehouse import Warehouse
+
+        wh = Warehouse(path, page_size=page, workers=workers)
+
+    def load() -> int:
+        n = wh.catch_up(store).events
+        wh.close()  # inside the measurement: the workers' CPU is counted once they are reaped
+        return n
+
+    result = _measured(load, workers > 0)
+    store.close()
+    return result
+
+
+def child_export(path: str, out: str, which: str) -> dict[str, Any]:
+    """The loaded warehouse file to Parquet, today's way or the new one."""
+    if which == "today":
+        import reference_analytics as mod
+
+        wh: Any = mod.Warehouse(path)
+    else:
+        from companyos.analytics import export as mod
+        from companyos.analytics.warehouse import Warehouse
+
+        wh = Warehouse(path, workers=0)
+    result = _measured(lambda: mod.export_parquet(wh, out))
+    result["out"] = sum(f.stat().st_size for f in Path(out).rglob("*.parquet"))
+    wh.close()
+    return result
+
+
+def child_catch_up(db: str, path: str, which: str) -> dict[str, Any]:
+    store = _store(db)
+    if which == "today":
+        import reference_analytics
+
+        wh: Any = reference_analytics.Warehouse(path)
+    else:
+        from companyos.analytics.warehouse import Warehouse
+
+        wh = Warehouse(path, workers=0)
+    result = _measured(lambda: wh.catch_up(store).events)
+    wh.close()
+    store.close()
+    return result
+
+
+def child_queries(path: str, rounds: int) -> dict[str, float]:
+    import duckdb
+
+    from companyos.analytics.queries import CANNED, run
+
+    con = duckdb.connect(path, read_only=True)
+    out = {}
     for name in CANNED:
-        runs: list[Timing] = []
+        runs = []
         for _ in range(rounds):
-            with timed(runs):
-                run(wh.con, name)
-        out[name] = Timing(
-            statistics.median(t.wall for t in runs), statistics.median(t.cpu for t in runs)
-        )
+            t = time.perf_counter()
+            run(con, name)
+            runs.append(time.perf_counter() - t)
+        out[name] = statistics.median(runs)
+    con.close()
     return out
+
+
+def child_first_request(db: str) -> dict[str, Any]:
+    """A server's first canned query after a cold start, then the time until caught up."""
+    from companyos.analytics.service import LiveAnalytics
+
+    store = _store(db)
+    live = LiveAnalytics(store)
+    t = time.perf_counter()
+    _, fresh = live.canned("success_return", wait_s=0)
+    first = time.perf_counter() - t
+    while live.freshness().lag_events:
+        time.sleep(0.05)
+    caught = time.perf_counter() - t
+    live.close()
+    store.close()
+    return {"first": first, "as_of": fresh.as_of_event, "lag": fresh.lag_events, "caught": caught}
+
+
+def in_child(fn: Callable[..., Any], *args: Any) -> Any:
+    with ProcessPoolExecutor(1, mp_context=get_context("spawn")) as ex:
+        return ex.submit(fn, *args).result()
 
 
 # ---------------------------------------------------------------------------- report
 
 
 def table(rows: list[dict[str, Any]]) -> str:
-    head = "| measurement | events | wall s | CPU s | events/s | per event vs reference | target |"
-    lines = [head, "|---|---:|---:|---:|---:|---:|---|"]
+    head = "| measurement | events | wall s | CPU s | peak RSS MB | today / new (wall) |"
+    lines = [head, "|---|---:|---:|---:|---:|---:|"]
     for r in rows:
-        rate = f"{r['events'] / r['wall']:,.0f}" if r["events"] else ""
-        ratio = f"{r['ratio']:.2f}" if r["ratio"] is not None else ""
-        target = ""
-        if r["target"] is not None:
-            target = f"< {r['target']:g} s " + ("met" if r["wall"] < r["target"] else "**missed**")
-        events = f"{r['events']:,}" if r["events"] else ""
-        lines.append(
-            f"| {r['name']} | {events} | {r['wall']:.3f} | {r['cpu']:.3f} | {rate} | "
-            f"{ratio} | {target} |"
-        )
+        events = f"{r['events']:,}" if r.get("events") else ""
+        rss = f"{r['rss_mb']:,.0f}" if r.get("rss_mb") is not None else ""
+        cpu = f"{r['cpu']:.2f}" if r.get("cpu") is not None else ""
+        ratio = f"{r['ratio']:.2f}x" if r.get("ratio") else ""
+        lines.append(f"| {r['name']} | {events} | {r['wall']:.3f} | {cpu} | {rss} | {ratio} |")
     return "\n".join(lines)
 
 
-def row(
-    name: str, t: Timing, events: int, ref_per_event: float | None, target: float | None
-) -> dict[str, Any]:
-    """A result; its ratio is its wall time per event over the reference's."""
-    ratio = t.wall / events / ref_per_event if ref_per_event and events else None
-    return {
-        "name": name,
-        "events": events,
-        "wall": t.wall,
-        "cpu": t.cpu,
-        "ratio": ratio,
-        "target": target,
-    }
-
-
 def main(argv: list[str] | None = None) -> dict[str, Any]:
+    from rich.console import Console
+    from rich.progress import Progress
+
+    from companyos.events.sql import SQLEventStore, sqlite_url
+
     parser = argparse.ArgumentParser(
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
     )
+    parser.add_argument("--events", type=int, default=1_000_000, help="events (default 1M)")
+    parser.add_argument("--big", action="store_true", help="5,000,000 events")
     parser.add_argument(
-        "--events", type=int, default=1_000_000, help="events in the log (default 1000000)"
-    )
-    parser.add_argument(
-        "--catch-up",
-        type=int,
-        default=10_000,
-        help="events appended after the full load, then caught up (default 10000)",
+        "--catch-up", type=int, default=10_000, help="events appended after the load (10000)"
     )
     parser.add_argument("--trials", type=int, default=4, help="trials per agent (default 4)")
     parser.add_argument("--rounds", type=int, default=3, help="runs per query (default 3)")
-    parser.add_argument("--page", type=int, default=50_000, help="events per page (default 50000)")
+    parser.add_argument("--page", type=int, default=50_000, help="events per page (50000)")
+    parser.add_argument(
+        "--workers",
+        type=int,
+        default=max(1, (os.cpu_count() or 1) - 1),
+        help="worker processes of the parallel load (default: CPUs - 1, at least 1; 0: skip it)",
+    )
+    parser.add_argument("--dir", type=Path, help="working directory (default: a temporary one)")
     parser.add_argument("--json", type=Path, help="also write the results here")
     args = parser.parse_args(argv)
+    if args.big:
+        args.events = 5_000_000
     console = Console(stderr=True)
+    work = Path(tempfile.mkdtemp(prefix="companyos-bench-", dir=args.dir))
     load_before = os.getloadavg()[0]
-    store = InMemoryEventStore()
-    with Progress(console=console, transient=True) as progress:
-        log = generate(args.events, args.trials, progress)
-        first, tail = split(log, args.catch_up)
-        task = progress.add_task("assembling the log", total=len(log.order))
-        copied = copy_streams(log, first, store, 0)
-        progress.update(task, completed=len(first))
-        ref: list[Timing] = []
-        for arrow in (False, True) if pyarrow is not None else (False,):
-            task = progress.add_task("events only", total=copied)
-            with timed(ref):
-                events_only(store, args.page, arrow, progress, task)
-        plain, plain_time = load(store, False, progress, "full load, no reuse", copied)
-        plain.close()
-        wh, full_time = load(store, True, progress, "full load", copied)
-        derived, reused = wh.deriver.derived, wh.deriver.reused
-        added = copy_streams(log, tail, store, len(first))
-        catch: list[Timing] = []
-        with timed(catch):
-            result = wh.catch_up(store)
-        assert result.events == added
-        queries = time_queries(wh, args.rounds)
-        wh.close()
-    per_event = ref[0].wall / copied
-    rows = [row("reference: events only, appender", ref[0], copied, per_event, None)]
-    if len(ref) > 1:
+    try:
+        db = str(work / "events.db")
+        with Progress(console=console, transient=True) as progress:
+            log = generate(args.events, args.trials, progress)
+            first, tail = split(log, args.catch_up)
+            store = SQLEventStore(sqlite_url(db), group_commit=2000)
+            copied = copy_streams(log, first, store, 0, progress)
+            store.close()
+        rows: list[dict[str, Any]] = []
+
+        def say(text: str) -> None:
+            console.print(f"[dim]{time.strftime('%H:%M:%S')}[/dim] {text}")
+
+        say(f"log: {copied:,} events in {db}; loading today's way")
+        old = in_child(child_load, db, str(work / "today.duckdb"), "today", 0, args.page)
+        say(f"today: {old['wall']:.1f} s; loading the new way")
+        new = in_child(child_load, db, str(work / "new.duckdb"), "new", 0, args.page)
+        rows.append({"name": "full load, today", "events": old["out"], **old})
         rows.append(
-            row("events only, Arrow (the warehouse's way)", ref[1], copied, per_event, None)
+            {
+                "name": "full load, new",
+                "events": new["out"],
+                **new,
+                "ratio": old["wall"] / new["wall"],
+            }
         )
-    rows += [
-        row(
-            "full load (identical streams derived once)",
-            full_time,
-            copied,
-            per_event,
-            TARGETS["full load"],
-        ),
-        row("full load, every stream derived", plain_time, copied, per_event, None),
-        row(f"catch-up of {added:,} new events", catch[0], added, per_event, TARGETS["catch-up"]),
-    ]
-    rows += [row(f"query `{n}`", t, 0, None, TARGETS["query"]) for n, t in queries.items()]
+        if args.workers:
+            say(f"new: {new['wall']:.1f} s; with {args.workers} worker(s)")
+            par = in_child(child_load, db, str(work / "par.duckdb"), "new", args.workers, args.page)
+            rows.append(
+                {
+                    "name": f"full load, new, {args.workers} worker process(es)",
+                    "events": par["out"],
+                    **par,
+                    "ratio": old["wall"] / par["wall"],
+                }
+            )
+            (work / "par.duckdb").unlink(missing_ok=True)
+        say("exports")
+        old_x = in_child(child_export, str(work / "today.duckdb"), str(work / "pq-old"), "today")
+        shutil.rmtree(work / "pq-old", ignore_errors=True)
+        new_x = in_child(child_export, str(work / "new.duckdb"), str(work / "pq-new"), "new")
+        shutil.rmtree(work / "pq-new", ignore_errors=True)
+        rows.append({"name": "Parquet export, today", **old_x, "events": copied})
+        rows.append(
+            {
+                "name": "Parquet export, new",
+                **new_x,
+                "events": copied,
+                "ratio": old_x["wall"] / new_x["wall"],
+            }
+        )
+        say("queries")
+        queries = in_child(child_queries, str(work / "new.duckdb"), args.rounds)
+        say("a server's first request")
+        first_req = in_child(child_first_request, db)
+        rows.append({"name": "server's first request, today (after a full load)", **old})
+        rows.append(
+            {
+                "name": f"server's first request, new (as of event {first_req['as_of']:,}, "
+                f"{first_req['lag']:,} behind)",
+                "wall": first_req["first"],
+                "ratio": old["wall"] / max(first_req["first"], 1e-6),
+            }
+        )
+        rows.append({"name": "server: background catch-up done after", "wall": first_req["caught"]})
+        say("catch-up")
+        store = SQLEventStore(sqlite_url(db), group_commit=2000)
+        added = copy_streams(log, tail, store, len(first))
+        store.close()
+        old_c = in_child(child_catch_up, db, str(work / "today.duckdb"), "today")
+        new_c = in_child(child_catch_up, db, str(work / "new.duckdb"), "new")
+        rows.append({"name": f"catch-up of {added:,} new events, today", **old_c, "events": added})
+        rows.append(
+            {
+                "name": f"catch-up of {added:,} new events, new",
+                **new_c,
+                "events": added,
+                "ratio": old_c["wall"] / new_c["wall"],
+            }
+        )
+        rows += [{"name": f"query `{n}`", "wall": t} for n, t in queries.items()]
+    finally:
+        shutil.rmtree(work, ignore_errors=True)
     title = (
         f"Analytics on {copied + added:,} events ({len(log.order):,} episodes, "
-        f"{log.played:,} events played, the rest copies of deterministic trials; "
-        f"streams derived {derived:,}, reused {reused:,}; load average "
-        f"{load_before:.1f} before, {os.getloadavg()[0]:.1f} after)"
+        f"{log.played:,} events played, the rest copies of deterministic trials), a SQLite "
+        f"store; {os.cpu_count()} CPUs, load average {load_before:.1f} before, "
+        f"{os.getloadavg()[0]:.1f} after"
     )
-    text = table(rows)
-    print(title + "\n\n" + text)
-    results = {"title": title, "rows": rows, "episodes": len(log.order), "played": log.played}
+    print(title + "\n\n" + table(rows))
+    results = {"title": title, "rows": [{k: v for k, v in r.items() if k != "out"} for r in rows]}
     if args.json:
         args.json.write_text(json.dumps(results, indent=2))
     return results

@@ -39,7 +39,7 @@ examples:
   companyos analyze --sql "SELECT label, count(*) FROM failures GROUP BY ALL ORDER BY 2 DESC"
   companyos analyze --report data/report.html               HTML report with PNG plots
   companyos analyze --store postgresql+psycopg://user@host/db --warehouse data/pg.duckdb
-  companyos analyze --rebuild --format json --query success_by_family
+  companyos analyze --rebuild --format json --query pass_k
 """
 
 
@@ -214,7 +214,7 @@ def run(args: argparse.Namespace) -> int:
             columns, rows = run_canned(wh.con, name)
             _print(CANNED[name].title, list(columns), [list(r) for r in rows], args.format)
         if args.report:
-            out = render_report(wh.con, Path(args.report))
+            out = render_report(wh.con, Path(args.report), viewer_url=args.viewer_url)
             _console().print(f"report written to {out}")
     return 0
 
@@ -257,6 +257,13 @@ def add_parser(sub: Any) -> None:
     p.add_argument("--sql", help="run one read-only SQL statement (sandboxed) and print its rows")
     p.add_argument("--timeout", type=float, default=30.0, help="--sql time limit in s (default 30)")
     p.add_argument("--report", metavar="OUT.html", help="write the HTML report with PNG plots")
+    p.add_argument(
+        "--viewer-url",
+        default="http://127.0.0.1:8000/viewer/",
+        metavar="URL",
+        help="the replay viewer the report's example episodes link to "
+        "(default: a local `companyos serve`, http://127.0.0.1:8000/viewer/)",
+    )
     p.add_argument(
         "--format", choices=["table", "json", "csv"], default="table", help="output format"
     )

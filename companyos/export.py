@@ -1,4 +1,4 @@
-"""`companyos export --parquet DIR`: the warehouse's tables as hive-partitioned Parquet, for
+"""`companyos export --parquet DIR`: the warehouse's tables as partitioned Parquet, for
 DuckDB, pandas, Spark or anything else that reads Parquet."""
 
 from __future__ import annotations
@@ -10,16 +10,18 @@ from .analyze import _console, add_warehouse_args, caught_up
 
 DESCRIPTION = """\
 Catch the DuckDB warehouse up with the event log (as `companyos analyze` does), then write every
-table under DIR, one directory per table, hive-partitioned:
+table under DIR, one directory per table, one sub-directory per partition value:
 
-  events/type=.../            every stored event
-  steps/family=.../difficulty=.../      one row per tool call
-  episodes/family=.../difficulty=.../   one row per episode
-  failures/label=.../         failed episodes: label, step, detail, point of no return
-  taxonomy/, checkpoint/      one file each
+  events/type-.../                        every stored event
+  steps/family-.../difficulty-.../        one row per tool call
+  episodes/family-.../difficulty-.../     one row per episode
+  failures/label-.../                     failed episodes: label, step, detail, no return
+  approvals/family-.../, chaos/family-.../  approval requests, chaos injected
+  taxonomy/, checkpoint/                  one file each
 
-Read back with DuckDB: SELECT * FROM read_parquet('DIR/episodes/**/*.parquet',
-hive_partitioning = true); with pandas: pandas.read_parquet('DIR/episodes')."""
+Every file holds every column of its table, in the same order and with the same types (the
+partition columns too), so any set of files reads back as one table. DuckDB: SELECT * FROM
+read_parquet('DIR/episodes/**/*.parquet'); pandas: pandas.read_parquet('DIR/episodes')."""
 
 EPILOG = """\
 examples:
@@ -46,7 +48,7 @@ def run(args: argparse.Namespace) -> int:
 def add_parser(sub: Any) -> None:
     p = sub.add_parser(
         "export",
-        help="write the warehouse as hive-partitioned Parquet (DuckDB, pandas)",
+        help="write the warehouse as partitioned Parquet (DuckDB, pandas)",
         description=DESCRIPTION,
         epilog=EPILOG,
         formatter_class=argparse.RawDescriptionHelpFormatter,

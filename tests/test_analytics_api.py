@@ -65,6 +65,21 @@ def test_canned_queries_are_listed_and_run(http, played):
     assert r.status_code == 400 and "known:" in r.json()["detail"]
 
 
+def test_answers_say_how_fresh_they_are(http, played, db):
+    r = http.post("/analytics/query", json={"name": "pass_k", "wait_s": 30})
+    assert r.status_code == 200, r.text
+    body = r.json()
+    store = SQLEventStore(sqlite_url(db))
+    head = len(store.read_all(0, 1_000_000))
+    store.close()
+    assert (body["as_of_event"], body["lag_events"], body["catching_up"]) == (head, 0, False)
+    r = http.post("/analytics/query", json={"sql": "SELECT 1", "wait_s": 30})
+    assert r.json()["as_of_event"] == head and r.json()["lag_events"] == 0
+    report = http.get("/analytics/report", params={"format": "json", "wait_s": 30}).json()
+    assert report["freshness"] == {"as_of_event": head, "lag_events": 0, "catching_up": False}
+    assert http.post("/analytics/query", json={"name": "pass_k", "wait_s": -1}).status_code == 422
+
+
 def test_user_sql_sees_every_episode_and_step(http, played):
     r = http.post(
         "/analytics/query",

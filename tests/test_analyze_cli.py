@@ -90,15 +90,15 @@ def test_the_report_is_written(store_url, tmp_path, capsys):
     assert "<img" in html and "data:image/png;base64," in html
 
 
-def test_export_writes_hive_partitioned_parquet(store_url, tmp_path, capsys):
+def test_export_writes_partitioned_parquet(store_url, tmp_path, capsys):
     target = tmp_path / "parquet"
     args = ["export", "--store", store_url, "--warehouse", str(tmp_path / "w.duckdb")]
     assert _run(capsys, *args, "--parquet", str(target))[0] == 0
-    assert any((target / "episodes").glob("family=*/difficulty=*/*.parquet"))
+    assert any((target / "episodes").glob("family-*/difficulty-*/*.parquet"))
     episodes = pd.read_parquet(target / "episodes")
     assert len(episodes) == 6
     [(n,)] = duckdb.sql(
-        f"SELECT count(*) FROM read_parquet('{target}/steps/**/*.parquet', hive_partitioning=true)"
+        f"SELECT count(*) FROM read_parquet('{target}/steps/**/*.parquet')"
     ).fetchall()
     assert n == int(episodes["steps"].sum())
     code, _, err = _run(capsys, *args, "--parquet", str(target))

@@ -374,6 +374,8 @@ def test_the_tables_listed_in_messages_are_the_schema(snap):
         "episodes",
         "failures",
         "mistakes",
+        "approvals",
+        "chaos",
         "taxonomy",
         "checkpoint",
     }

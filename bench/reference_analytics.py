@@ -1,0 +1,644 @@
+"""Today's analytics code path, frozen as the benchmark's reference: the warehouse's load and
+the Parquet export exactly as they were before issue 16 (commit b942e81), so that
+`bench/analytics.py` measures the new path against the old one in the same run, on the same
+log, on the same machine. Not used by CompanyOS itself; only the module docstrings, the imports
+(absolute instead of relative) and the merge of the two modules into one differ, and one thing
+more: `projections.diagnosis` is gone (issue 16 replaced it by `projections.mistakes`), so the
+failure label comes from today's labeller here too (`diagnose` below), and the comparison is
+of the load and export machinery on the same analysis.
+"""
+
+from __future__ import annotations
+
+import gc
+import shutil
+import time
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from contextlib import contextmanager, suppress
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from importlib import resources
+from pathlib import Path
+from typing import Any, NamedTuple
+
+import duckdb
+
+try:  # optional (a dev extra): the fastest way to hand DuckDB a page, the appender otherwise
+    import pyarrow
+except ImportError:  # pragma: no cover - exercised by a test that hides it
+    pyarrow = None
+
+from companyos.analytics.source import EventParser, RawEvent, read_prefix, read_raw
+from companyos.domain.instances import instance_id
+from companyos.domain.world import FAULT_KINDS
+from companyos.events import EventStore
+from companyos.events.chain import canonical
+from companyos.events.types import (
+    ActionRejected,
+    ChaosInjected,
+    EpisodeStarted,
+    Event,
+    FaultInjected,
+    InvalidAction,
+)
+from companyos.projections.mistakes import LABELS, Mistake, analyse
+from companyos.projections.replay import Replay, StepRecord, replay
+
+PAGE_SIZE = 50_000
+"""Events per page (one transaction each): large enough that a full load is a few dozen
+transactions, small enough that a page's parsed events stay well under a hundred MB."""
+
+TABLES = ("events", "steps", "episodes", "failures", "taxonomy", "checkpoint")
+"""Every table of the schema (``sql/schema.sql``)."""
+
+Progress = Callable[[int, int], None]
+"""Called after each page with (events loaded so far by this catch-up, position reached)."""
+
+_STAGE_COLUMNS = (
+    ("episode_id", "VARCHAR"),
+    ("seq", "INTEGER"),
+    ("position", "BIGINT"),
+    ("type", "VARCHAR"),
+    ("schema_version", "INTEGER"),
+    ("data", "VARCHAR"),
+    ("hash", "VARCHAR"),
+    ("recorded_at", "DOUBLE"),
+)
+"""Events as stored (a `RawEvent`'s fields in order), before the conversion to ``events``."""
+_STAGE = "CREATE TEMP TABLE IF NOT EXISTS stage_events ({})".format(
+    ", ".join(f"{name} {kind}" for name, kind in _STAGE_COLUMNS)
+)
+# round_even: the microsecond Python's datetime.fromtimestamp picks (episodes' times use it).
+# No ORDER BY: a page comes in position order and DuckDB keeps insertion order (a sort here
+# doubled the cost of the move).
+_MOVE = """
+INSERT INTO events
+SELECT position, episode_id, seq, type, schema_version, CAST(data AS JSON), hash,
+       make_timestamp(CAST(round_even(recorded_at * 1000000, 0) AS BIGINT))
+FROM {source}"""
+
+
+@dataclass(frozen=True, slots=True)
+class CatchUpResult:
+    events: int
+    """Events loaded by this catch-up."""
+    episodes: int
+    """Episodes (re-)derived: new ones and those that got new events."""
+    position: int
+    """The global position the warehouse has reached."""
+    seconds: float
+
+
+class Derived(NamedTuple):
+    """The warehouse rows of one episode stream."""
+
+    episode_id: str
+    steps: list[tuple[Any, ...]]
+    episode: tuple[Any, ...]
+    failure: tuple[Any, ...] | None
+
+
+def _timestamp(seconds: float) -> datetime:
+    # Naive UTC, as the events table's TIMESTAMP holds it.
+    return datetime.fromtimestamp(seconds, UTC).replace(tzinfo=None)
+
+
+def _step_row(episode_id: str, s: StepRecord) -> tuple[Any, ...]:
+    outcome, error_code, fault = "ok", None, None
+    chaos: list[str] = []
+    for e in s.events:
+        if isinstance(e, FaultInjected):
+            outcome, fault = "fault", e.kind
+            chaos.append(FAULT_KINDS.get(e.kind, e.kind))
+        elif isinstance(e, InvalidAction):
+            outcome, error_code = "invalid", e.code
+        elif isinstance(e, ActionRejected):
+            outcome, error_code = "rejected", e.code
+        elif isinstance(e, ChaosInjected):
+            chaos.append(e.kind)
+    call = s.call
+    params = None if call.params is None else canonical(call.params).decode()
+    return (
+        episode_id,
+        s.step,
+        call.app,
+        call.method,
+        f"{call.app}.{call.method}",
+        params,
+        outcome,
+        error_code,
+        fault,
+        list(dict.fromkeys(chaos)),
+        s.score.reward,
+        s.score.total,
+        list(s.score.gained),
+        list(s.score.lost),
+        s.world.clock,
+    )
+
+
+def _episode_row(rows: Sequence[RawEvent], started: Event, r: Replay) -> tuple[Any, ...]:
+    info, task = r.setup.info, r.setup.task
+    assert info is not None and task is not None  # replay() refuses streams without them
+    assert isinstance(started, EpisodeStarted)
+    caused = [e for s in r.steps for e in s.events]
+    fork = info.forked_from
+    return (
+        rows[0].stream,
+        info.scenario,
+        task.family or info.scenario,  # TaskAssigned v1 did not name the family
+        task.instance_id or instance_id(info.scenario, info.difficulty, info.seed),
+        info.seed,
+        info.difficulty,
+        started.agent,
+        r.outcome,
+        r.outcome == "success",
+        r.total,
+        len(r.steps),
+        info.max_steps,
+        sum(isinstance(e, InvalidAction) for e in caused),
+        sum(isinstance(e, ActionRejected) for e in caused),
+        sum(isinstance(e, FaultInjected) for e in caused),
+        sorted(r.world.chaos.kinds),
+        fork[0] if fork else None,
+        fork[1] if fork else None,
+        _timestamp(rows[0].recorded_at),
+        _timestamp(rows[-1].recorded_at),
+        rows[-1].position,
+    )
+
+
+def diagnose(events: Sequence[Event], r: Replay) -> Mistake | None:
+    """The failure's decisive mistake, as the old ``projections.diagnosis.diagnose`` gave its
+    first unrecovered one."""
+    return analyse(events, r).decisive
+
+
+def _failure_row(eid: str, events: Sequence[Event], r: Replay) -> tuple[Any, ...] | None:
+    if r.outcome is None or r.outcome == "success":
+        return None
+    mistake = diagnose(events, r)
+    if mistake is None:
+        return None
+    return (eid, mistake.label, mistake.step, mistake.detail, None, False)
+
+
+def derive(rows: Sequence[RawEvent], events: Sequence[Event]) -> Derived:
+    """The rows of one whole episode stream (``rows`` as stored, ``events`` their models), from
+    the projections: replay, and diagnose for a failure."""
+    r = replay(events)
+    eid = rows[0].stream
+    return Derived(
+        eid,
+        [_step_row(eid, s) for s in r.steps],
+        _episode_row(rows, events[0], r),
+        _failure_row(eid, events, r),
+    )
+
+
+class Deriver:
+    """Stored rows of whole episode streams to warehouse rows, each distinct stream once.
+
+    Streams with the same content get the same rows but for their ids, times and positions:
+    the k trials of a deterministic agent on one instance (the oracle, the naive agent, a model
+    at temperature 0) store the very same events. The content's identity is the hash chain:
+    the last event's hash covers every seq, type, version and payload of the stream (a stream
+    whose hashes do not match its content is ``verify``'s business, not the warehouse's)."""
+
+    def __init__(self, max_memo: int = 8192) -> None:
+        self.parser = EventParser()
+        self.max_memo = max_memo
+        self._memo: dict[tuple[str, int], Derived] = {}
+        self.derived = 0
+        self.reused = 0
+
+    def __call__(self, rows: Sequence[RawEvent]) -> Derived:
+        key = (rows[-1].hash, len(rows))
+        seen = self._memo.get(key)
+        if seen is not None:
+            self.reused += 1
+            return _relabel(seen, rows)
+        self.derived += 1
+        out = derive(rows, self.parser.events(rows))
+        if self.max_memo > 0:  # 0: derive every stream (what the benchmark compares with)
+            if len(self._memo) >= self.max_memo:
+                self._memo.clear()
+            self._memo[key] = out
+        return out
+
+
+def _relabel(d: Derived, rows: Sequence[RawEvent]) -> Derived:
+    """``d``'s rows for another stream with the same content."""
+    eid = rows[0].stream
+    # An episode row is (id, 17 fields of content, started_at, updated_at, last_position).
+    episode = (
+        eid,
+        *d.episode[1:18],
+        _timestamp(rows[0].recorded_at),
+        _timestamp(rows[-1].recorded_at),
+        rows[-1].position,
+    )
+    return Derived(
+        eid,
+        [(eid, *step[1:]) for step in d.steps],
+        episode,
+        None if d.failure is None else (eid, *d.failure[1:]),
+    )
+
+
+@contextmanager
+def _no_gc() -> Iterator[None]:
+    """A page allocates hundreds of thousands of small objects that all live until it ends,
+    and reference counting frees them then: the cyclic collector, triggered by the allocations,
+    would walk them again and again for nothing (measured: parsing took three times as long)."""
+    was = gc.isenabled()
+    gc.disable()
+    try:
+        yield
+    finally:
+        if was:
+            gc.enable()
+
+
+class _Streams:
+    """Which episode streams a catch-up has to derive, whole, as stored rows.
+
+    Streams that did not end are kept from one page to the next (so an episode spanning pages
+    is not read back from the store), but only while the pages keep touching them: memory stays
+    bounded by one page. A stream continued from before this catch-up is completed from the
+    store if it is an episode (its first event, loaded back then, is an ``EpisodeStarted``)."""
+
+    def __init__(self, warehouse: Warehouse, store: EventStore) -> None:
+        self.warehouse = warehouse
+        self.store = store
+        self.open: dict[str, list[RawEvent]] = {}
+        self.skipped: set[str] = set()
+
+    def collect(self, page: Sequence[RawEvent]) -> tuple[dict[str, list[RawEvent]], list[str]]:
+        """The page's episode streams, whole, and those of them that have rows already."""
+        by_stream: dict[str, list[RawEvent]] = {}
+        for row in page:
+            if row.stream not in self.skipped:
+                by_stream.setdefault(row.stream, []).append(row)
+        known = self._known_episodes(
+            [s for s, rows in by_stream.items() if rows[0].seq > 0 and s not in self.open]
+        )
+        out: dict[str, list[RawEvent]] = {}
+        existing: list[str] = []
+        for stream, rows in by_stream.items():
+            whole = self._whole(stream, rows, known)
+            if whole is None:
+                self.skipped.add(stream)
+                continue
+            if rows[0].seq > 0:
+                existing.append(stream)
+            out[stream] = whole
+        self.open = {s: rows for s, rows in out.items() if rows[-1].type != "EpisodeEnded"}
+        return out, existing
+
+    def _whole(self, stream: str, rows: list[RawEvent], known: set[str]) -> list[RawEvent] | None:
+        if stream in self.open:
+            return self.open[stream] + rows
+        if rows[0].seq == 0:
+            if rows[0].type != "EpisodeStarted":
+                return None  # not an episode (a session's orphan calls): events only
+            return rows
+        if stream not in known:
+            return None
+        return read_prefix(self.store, stream, rows[0].seq) + rows
+
+    def _known_episodes(self, streams: list[str]) -> set[str]:
+        """Which of ``streams`` (continued from an earlier catch-up) are episodes: their first
+        event, loaded then, says so."""
+        if not streams:
+            return set()
+        found = self.warehouse.con.execute(
+            "SELECT episode_id FROM events WHERE seq = 0 AND type = 'EpisodeStarted' "
+            "AND list_contains($ids, episode_id)",
+            {"ids": streams},
+        ).fetchall()
+        return {r[0] for r in found}
+
+
+def _arrow(page: Sequence[RawEvent]) -> Any:
+    """A page as an Arrow table of the staging columns."""
+    return _arrow_rows(page, [(name, _arrow_type(kind)) for name, kind in _STAGE_COLUMNS])
+
+
+_ARROW_MIN_ROWS = 256
+"""Below this the appender is as quick as building an Arrow table."""
+
+
+def _arrow_type(duckdb_type: str) -> Any:
+    assert pyarrow is not None
+    if duckdb_type.endswith("[]"):
+        return pyarrow.list_(_arrow_type(duckdb_type[:-2]))
+    simple = {
+        "VARCHAR": pyarrow.string(),
+        "JSON": pyarrow.string(),  # DuckDB casts the text to JSON on insert
+        "INTEGER": pyarrow.int32(),
+        "BIGINT": pyarrow.int64(),
+        "DOUBLE": pyarrow.float64(),
+        "BOOLEAN": pyarrow.bool_(),
+        "TIMESTAMP": pyarrow.timestamp("us"),
+    }
+    return simple[duckdb_type]
+
+
+def _arrow_rows(rows: Sequence[tuple[Any, ...]], types: list[tuple[str, Any]]) -> Any:
+    assert pyarrow is not None
+    columns = zip(*rows, strict=True)
+    arrays = [pyarrow.array(c, t) for c, (_, t) in zip(columns, types, strict=True)]
+    return pyarrow.table(arrays, names=[name for name, _ in types])
+
+
+def _last_append_start(rows: Sequence[RawEvent]) -> int:
+    """Where the trailing append of ``rows`` begins. An append is one stream's events written
+    together (one position run, one ``recorded_at``): a page that ends inside one would show
+    a state the store never held (a reset without its task, a call without its outcome)."""
+    last = rows[-1]
+    i = len(rows) - 1
+    while (
+        i > 0 and rows[i - 1].stream == last.stream and rows[i - 1].recorded_at == last.recorded_at
+    ):
+        i -= 1
+    return i
+
+
+class Warehouse:
+    """A DuckDB database (a file, or ``":memory:"``) holding the log's analytics tables.
+
+    One connection, used from one thread at a time (DuckDB connections are not shared across
+    threads; open a read-only handle on a snapshot for concurrent readers)."""
+
+    def __init__(
+        self,
+        path: str | Path = ":memory:",
+        *,
+        page_size: int = PAGE_SIZE,
+    ) -> None:
+        self.path = str(path)
+        if self.path != ":memory:":
+            Path(self.path).parent.mkdir(parents=True, exist_ok=True)
+        self.con: duckdb.DuckDBPyConnection = duckdb.connect(self.path)
+        self.page_size = page_size
+        self.deriver = Deriver()
+        self._arrow_schemas: dict[str, list[tuple[str, Any]]] = {}
+        self._create()
+        self._position = self._checkpoint()
+
+    # ------------------------------------------------------------------ schema
+
+    def _create(self) -> None:
+        schema = resources.files("companyos.analytics.sql").joinpath("schema.sql").read_text()
+        self.con.execute(schema)
+        self.con.execute(_STAGE)
+        if self.con.execute("SELECT count(*) FROM checkpoint").fetchall() == [(0,)]:
+            self.con.execute("INSERT INTO checkpoint VALUES (0)")
+
+    def _checkpoint(self) -> int:
+        # fetchall, not fetchone: DuckDB 2 holds a connection busy until a result is drained.
+        [(position,)] = self.con.execute("SELECT max(position) FROM checkpoint").fetchall()
+        return int(position) if position is not None else 0
+
+    @property
+    def position(self) -> int:
+        """The highest global position loaded (0: nothing yet)."""
+        return self._position
+
+    # ------------------------------------------------------------------ loading
+
+    def catch_up(self, store: EventStore, progress: Progress | None = None) -> CatchUpResult:
+        """Load every event after `position`, page by page, re-deriving the episodes touched."""
+        started = time.perf_counter()
+        streams = _Streams(self, store)
+        loaded = 0
+        derived: set[str] = set()
+        with _no_gc():
+            while True:
+                page, at_end = self._next_page(store)
+                if page:
+                    derived |= self._apply(page, streams)
+                    loaded += len(page)
+                    if progress is not None:
+                        progress(loaded, self._position)
+                if at_end:
+                    break
+        return CatchUpResult(loaded, len(derived), self._position, time.perf_counter() - started)
+
+    def rebuild(self, store: EventStore, progress: Progress | None = None) -> CatchUpResult:
+        """Drop every table and load the whole log again. Points of no return already computed
+        are kept for episodes whose stream has not changed (they cost an oracle run per step)."""
+        kept = self.con.execute(
+            "SELECT f.episode_id, e.last_position, f.point_of_no_return "
+            "FROM failures f JOIN episodes e USING (episode_id) WHERE f.no_return_checked"
+        ).fetchall()
+        for table in TABLES:
+            self.con.execute(f"DROP TABLE IF EXISTS {table}")
+        self._create()
+        self._arrow_schemas.clear()
+        self._position = 0
+        result = self.catch_up(store, progress)
+        if kept:
+            current = dict(
+                self.con.execute("SELECT episode_id, last_position FROM episodes").fetchall()
+            )
+            self.set_points_of_no_return(
+                {eid: k for eid, last, k in kept if current.get(eid) == last}
+            )
+        return result
+
+    def _next_page(self, store: EventStore) -> tuple[list[RawEvent], bool]:
+        """The next page, ending where an append ends, and whether it reaches the log's end.
+
+        A short read is the log's end, and appends are atomic, so it ends on a boundary. A full
+        read may stop inside an append: the page stops before it and the next one starts
+        there; an append larger than a page is read whole, whatever its size."""
+        limit = self.page_size
+        while True:
+            rows = read_raw(store, self._position, limit)
+            if len(rows) < limit:
+                return rows, True
+            cut = _last_append_start(rows)
+            if cut > 0:
+                return rows[:cut], False
+            limit *= 2
+
+    def _apply(self, page: Sequence[RawEvent], streams: _Streams) -> set[str]:
+        con = self.con
+        try:
+            episodes, existing = streams.collect(page)
+            rows = [self.deriver(whole) for whole in episodes.values()]
+            con.begin()
+            self._append_events(page)
+            self._replace(rows, existing)
+            self._refresh_taxonomy()
+            con.execute("UPDATE checkpoint SET position = $p", {"p": page[-1].position})
+            con.commit()
+        except BaseException:
+            with suppress(duckdb.TransactionException):  # raised before begin(): none open
+                con.rollback()
+            streams.open.clear()  # the buffers may hold this page
+            raise
+        self._position = page[-1].position
+        return set(episodes)
+
+    def _append_events(self, page: Sequence[RawEvent]) -> None:
+        # Both ways stage the stored columns as they are and let one INSERT ... SELECT convert
+        # them (epoch seconds to TIMESTAMP, text to JSON): converting in Python costs more.
+        if pyarrow is not None:
+            self.con.register("page_events", _arrow(page))
+            try:
+                self.con.execute(_MOVE.format(source="page_events"))
+            finally:
+                self.con.unregister("page_events")
+            return
+        with self.con.appender("stage_events") as app:
+            app.append_rows(page)
+        self.con.execute(_MOVE.format(source="stage_events"))
+        self.con.execute("DELETE FROM stage_events")
+
+    def _replace(self, rows: list[Derived], existing: list[str]) -> None:
+        if existing:
+            for table in ("steps", "episodes", "failures"):
+                self.con.execute(
+                    f"DELETE FROM {table} WHERE list_contains($ids, episode_id)", {"ids": existing}
+                )
+        self._insert("steps", [step for d in rows for step in d.steps])
+        self._insert("episodes", [d.episode for d in rows])
+        self._insert("failures", [d.failure for d in rows if d.failure is not None])
+
+    def _insert(self, table: str, rows: list[tuple[Any, ...]]) -> None:
+        """Rows in the table's column order, by Arrow when there are many, else the appender."""
+        if not rows:
+            return
+        if pyarrow is None or len(rows) < _ARROW_MIN_ROWS:
+            with self.con.appender(table) as app:
+                app.append_rows(rows)
+            return
+        self.con.register("new_rows", _arrow_rows(rows, self._arrow_types(table)))
+        try:
+            self.con.execute(f"INSERT INTO {table} SELECT * FROM new_rows")
+        finally:
+            self.con.unregister("new_rows")
+
+    def _arrow_types(self, table: str) -> list[tuple[str, Any]]:
+        """The table's columns as Arrow (name, type) pairs, read from DuckDB once."""
+        found = self._arrow_schemas.get(table)
+        if found is None:
+            described = self.con.execute(f"DESCRIBE {table}").fetchall()
+            found = [(name, _arrow_type(kind)) for name, kind, *_ in described]
+            self._arrow_schemas[table] = found
+        return found
+
+    def _refresh_taxonomy(self) -> None:
+        self.con.execute("DELETE FROM taxonomy")
+        self._insert("taxonomy", sorted(LABELS.items()))
+
+    # ------------------------------------------------------------------ points of no return
+
+    def set_points_of_no_return(self, values: Mapping[str, int | None]) -> int:
+        """Store computed points of no return (None: computed, there is none); returns how
+        many failure rows were updated (episodes not in ``failures`` are ignored)."""
+        if not values:
+            return 0
+        con = self.con
+        con.begin()
+        try:
+            con.execute("CREATE TEMP TABLE IF NOT EXISTS stage_ponr (episode_id VARCHAR, k INT)")
+            con.execute("DELETE FROM stage_ponr")
+            with con.appender("stage_ponr") as app:
+                app.append_rows(list(values.items()))
+            [(updated,)] = con.execute(
+                "UPDATE failures f SET point_of_no_return = s.k, no_return_checked = true "
+                "FROM stage_ponr s WHERE f.episode_id = s.episode_id"
+            ).fetchall()
+            con.commit()
+        except BaseException:
+            con.rollback()
+            raise
+        return int(updated)
+
+    def failed_without_no_return(self) -> list[str]:
+        """Failed episodes whose point of no return has not been computed yet."""
+        rows = self.con.execute(
+            "SELECT episode_id FROM failures WHERE NOT no_return_checked ORDER BY episode_id"
+        ).fetchall()
+        return [r[0] for r in rows]
+
+    # ------------------------------------------------------------------ lifetime
+
+    def close(self) -> None:
+        self.con.close()
+
+    def __enter__(self) -> Warehouse:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+
+# ---------------------------------------------------------------------------- the old export
+
+
+class Dataset(NamedTuple):
+    select: str
+    """The rows to export."""
+    partition_by: tuple[str, ...]
+
+
+DATASETS: dict[str, Dataset] = {
+    "events": Dataset("SELECT * FROM events ORDER BY position", ("type",)),
+    "steps": Dataset(
+        "SELECT s.*, e.family, e.difficulty FROM steps s JOIN episodes e USING (episode_id) "
+        "ORDER BY s.episode_id, s.step",
+        ("family", "difficulty"),
+    ),
+    "episodes": Dataset("SELECT * FROM episodes ORDER BY episode_id", ("family", "difficulty")),
+    "failures": Dataset("SELECT * FROM failures ORDER BY episode_id", ("label",)),
+    "taxonomy": Dataset("SELECT * FROM taxonomy ORDER BY label", ()),
+    "checkpoint": Dataset("SELECT * FROM checkpoint", ()),
+}
+"""What each table exports, and its partition keys."""
+
+
+def _literal(path: Path) -> str:
+    """A path as a SQL string literal (COPY takes no parameter for its target)."""
+    return "'" + str(path).replace("'", "''") + "'"
+
+
+def _copy(warehouse: Warehouse, dataset: Dataset, target: Path) -> None:
+    con = warehouse.con
+    [(rows,)] = con.execute(f"SELECT count(*) FROM ({dataset.select})").fetchall()
+    target.mkdir(parents=True)
+    if dataset.partition_by and rows:
+        keys = ", ".join(dataset.partition_by)
+        options = f"FORMAT PARQUET, PARTITION_BY ({keys}), OVERWRITE_OR_IGNORE true"
+        con.execute(f"COPY ({dataset.select}) TO {_literal(target)} ({options})")
+    else:
+        # One file; an empty table too, so that readers still find its columns (partitioned
+        # COPY writes no file at all when there are no rows).
+        file = target / "data_0.parquet"
+        con.execute(f"COPY ({dataset.select}) TO {_literal(file)} (FORMAT PARQUET)")
+
+
+def export_parquet(
+    warehouse: Warehouse, out_dir: str | Path, *, overwrite: bool = False
+) -> dict[str, Path]:
+    """Write every table under ``out_dir`` (created if need be), one directory per table;
+    returns the directories. A table's directory that exists already is an error unless
+    ``overwrite`` (then that directory, and only it, is replaced)."""
+    root = Path(out_dir)
+    targets = {table: root / table for table in DATASETS}
+    existing = [t for t, path in targets.items() if path.exists()]
+    if existing and not overwrite:
+        raise FileExistsError(
+            f"{root} already holds an export ({', '.join(existing)}): choose another directory "
+            "or pass overwrite=True"
+        )
+    for path in targets.values():
+        if path.exists():
+            shutil.rmtree(path)
+    for table, dataset in DATASETS.items():
+        _copy(warehouse, dataset, targets[table])
+    return targets
