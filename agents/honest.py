@@ -27,14 +27,17 @@ class HonestAgent:
 
     def act(self, observation: CompanyOSObservation) -> dict[str, Any]:
         assert self.solver is not None, "reset() first"
-        seen = None
-        if self._started:
-            seen = Seen(
-                observation.clock_minutes,
-                observation.last_result,
-                observation.message,
-                observation.error,
-            )
+        seen = seen_in(observation) if self._started else None
         self._started = True
         app, method, params = self.solver.act(seen)
         return {"app": app, "method": method, "params": params}
+
+
+def seen_in(observation: CompanyOSObservation) -> Seen:
+    """What the last call showed, as the honest solver reads it."""
+    return Seen(
+        observation.clock_minutes,
+        observation.last_result,
+        observation.message,
+        observation.error,
+    )

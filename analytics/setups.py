@@ -22,7 +22,7 @@ from companyos.domain.model import World
 from companyos.domain.world import fold
 from companyos.events.types import Event
 from companyos.projections.milestones import MilestoneGraph, milestones_for
-from companyos.projections.replay import Replay, StepRecord, _steps, setup_length
+from companyos.projections.replay import Replay, replay_after_setup, setup_length
 from companyos.projections.reward import RewardProfile, ScoreState, get_profile, initial_score
 
 
@@ -69,26 +69,4 @@ class SetupCache:
 
 
 def _replay_from(s: _Setup, events: Sequence[Event], n_setup: int) -> Replay:
-    # The body of projections.replay.replay after its set-up, unchanged.
-    setup, graph, prof = s.world, s.graph, s.profile
-    r = Replay(setup, graph, prof, score=s.score)
-    r.outcome = setup.outcome
-    world, score = setup, r.score
-    for i, e, caused, after, scored, st in _steps(events, n_setup, setup, r.score, graph, prof):
-        world, score = after, scored
-        if e is None:
-            r.outcome = world.outcome
-        else:
-            assert st is not None
-            r.steps.append(StepRecord(e.step, e, caused, world, st, i))
-    r.score = score
-    r.total = score.total
-    if r.outcome == "abandoned":
-        assert world.info is not None
-        r.total = round(r.total + prof.abandoned(world.step, world.info.max_steps), 6)
-    if r.steps and r.outcome is not None:
-        last = r.steps[-1]
-        r.steps[-1] = StepRecord(
-            last.step, last.call, last.events, world, last.score, last.first_index
-        )
-    return r
+    return replay_after_setup(events, n_setup, s.world, s.graph, s.profile, s.score)

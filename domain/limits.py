@@ -100,8 +100,9 @@ def clean_params(params: Any, limits: Limits = DEFAULT_LIMITS) -> tuple[Any, Pro
                     raise _Refused("invalid_params", "object keys must be strings")
                 if len(k) > limits.max_name:
                     raise _Refused("too_large", f"a key of {len(k)} characters is too long")
-                if text_problem(k) is not None:
-                    raise _Refused("invalid_text", f"a key {text_problem(k)}")
+                key_problem = text_problem(k)
+                if key_problem is not None:
+                    raise _Refused("invalid_text", f"a key {key_problem}")
                 budget[1] -= len(k) + 3
                 out[k] = walk(item, depth + 1)
             return out

@@ -77,7 +77,22 @@ def replay(
         profile = setup.info.reward_profile
     prof = get_profile(profile) if isinstance(profile, str) else profile
     graph = milestones_for(setup.task.goal)
-    r = Replay(setup, graph, prof, score=initial_score(setup, graph, prof))
+    return replay_after_setup(
+        events, n_setup, setup, graph, prof, initial_score(setup, graph, prof)
+    )
+
+
+def replay_after_setup(
+    events: Sequence[Event],
+    n_setup: int,
+    setup: World,
+    graph: MilestoneGraph,
+    prof: RewardProfile,
+    score: ScoreState,
+) -> Replay:
+    """`replay` from a set-up already folded and scored (``events[:n_setup]`` gave ``setup``,
+    its graph and opening ``score``): callers that fold one set-up for many streams share it."""
+    r = Replay(setup, graph, prof, score=score)
     # An episode quit before its first call has its end inside what is read as set-up.
     r.outcome = setup.outcome
     world, score = setup, r.score

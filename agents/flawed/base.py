@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from companyos.agents.honest import seen_in
 from companyos.api.models import CompanyOSObservation
 from companyos.domain.honest import HonestSolver, Seen
 
@@ -53,14 +54,7 @@ class Flawed:
 
     def act(self, observation: CompanyOSObservation) -> dict[str, Any]:
         assert self.solver is not None, "reset() first"
-        seen = None
-        if self.started:
-            seen = Seen(
-                observation.clock_minutes,
-                observation.last_result,
-                observation.message,
-                observation.error,
-            )
+        seen = seen_in(observation) if self.started else None
         self.started = True
         refused = observation.error in FAULTS
         if refused and not self.counts_refused and self.made and self.made[-1] == observation.step:
