@@ -19,8 +19,11 @@ as over every other way in.
 from __future__ import annotations
 
 import json
+import re
 from typing import Any
 from urllib.parse import parse_qsl
+
+import orjson
 
 from companyos.domain.inputs import (
     Hostile,
@@ -82,9 +85,31 @@ def skipped(path: str, value: Any) -> set[Where]:
     return set()
 
 
+UNREAD = object()
+_LONG_NUMBER = re.compile(rb"\d{16}")
+
+
+def fast_json(text: bytes | str) -> Any:
+    """``text`` read by orjson, or `UNREAD` where its reading could differ from the json
+    module's. orjson reads what the json module reads to the same values, several times
+    faster, except that it refuses NaN, Infinity, lone surrogates and deep nesting (the json
+    module then decides), and reads integers past 64 bits as floats: a frame with a run of 16
+    digits is left to the json module, so every value is the one it would give."""
+    raw = text.encode("utf-8", "surrogatepass") if isinstance(text, str) else text
+    if _LONG_NUMBER.search(raw):
+        return UNREAD
+    try:
+        return orjson.loads(raw)
+    except orjson.JSONDecodeError:
+        return UNREAD
+
+
 def parse(body: bytes | str) -> tuple[bool, Any]:
     """(True, value) when ``body`` is JSON as Python reads it (NaN and Infinity included, as
     Python clients send them), else (False, None): the route explains its own parse errors."""
+    fast = fast_json(body)
+    if fast is not UNREAD:
+        return True, fast
     try:
         return True, json.loads(body)
     except (ValueError, RecursionError):  # not JSON, not UTF-8, too deep, too many digits
@@ -206,6 +231,11 @@ def frame_problem(path: str, text: str) -> str | None:
     ok, value = parse(text)
     if not ok:
         return None
+    return value_problem(path, value)
+
+
+def value_problem(path: str, value: Any) -> str | None:
+    """`frame_problem` for a frame already parsed (by `parse`)."""
     skip = skipped(path, value)
     found = find(value, skip)
     return None if found is None else f"{found.describe()}; nothing was done"

@@ -24,7 +24,8 @@ from typing import Any
 
 from uvicorn.protocols.utils import ClientDisconnected
 
-from .inputs import frame_problem as hostile_frame
+from .inputs import UNREAD, fast_json
+from .inputs import value_problem as hostile_value
 
 GOING_AWAY = 1001
 
@@ -47,20 +48,23 @@ def frame_problem(message: dict[str, Any], path: str = "/ws") -> str | None:
     text = message.get("text")
     if text is None:
         return "binary frames are not accepted: send JSON objects as text frames"
-    try:
-        parsed = json.loads(text)
-    except json.JSONDecodeError:
-        return None  # the handler answers this one itself, in its own words
-    except RecursionError:
-        return "the frame's JSON nests too deeply"
-    except ValueError as exc:  # e.g. an integer of more digits than Python converts
-        return f"the frame is not acceptable JSON: {exc}"
+    # Every frame is read here once (`fast_json` where it reads as the json module would).
+    parsed = fast_json(text)
+    if parsed is UNREAD:
+        try:
+            parsed = json.loads(text)
+        except json.JSONDecodeError:
+            return None  # the handler answers this one itself, in its own words
+        except RecursionError:
+            return "the frame's JSON nests too deeply"
+        except ValueError as exc:  # e.g. an integer of more digits than Python converts
+            return f"the frame is not acceptable JSON: {exc}"
     if not isinstance(parsed, dict):
         kind = _JSON_KINDS.get(type(parsed), "a value")
         return (
             f'a frame must be a JSON object such as {{"type": "step", "data": {{...}}}}, not {kind}'
         )
-    return hostile_frame(path, text)
+    return hostile_value(path, parsed)
 
 
 _JSON_KINDS = {

@@ -1,6 +1,10 @@
 """Serving throughput on loopback: steps/s over `/ws` and over stateful HTTP (`POST /step` with
-the `episode_id`), each with the ratio to a no-op OpenEnv environment served the same way
-(OpenEnv's `create_app` under uvicorn, one worker) in the same run.
+the `episode_id`), and the server's own CPU per step (user + system time of the server process,
+read from /proc around each episode's steps: resets are not counted, a new instance of a
+generated family costing milliseconds), each with the ratio to a no-op OpenEnv
+environment served the same way (OpenEnv's `create_app` under uvicorn, one worker) in the same
+run. The CPU figure is what a server pays per step whatever else the machine runs; the wall
+figure also carries the client's time and the machine's load.
 
 The client replays recorded calls of realistic episodes (the oracle mixed with random calls),
 one request at a time, so the figure is latency-bound like an agent's loop. CompanyOS runs on
@@ -15,6 +19,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import json
+import os
 import statistics
 import sys
 import tempfile
@@ -35,9 +40,23 @@ sys.path.insert(0, str(ROOT / "bench"))
 
 from workload import record_episodes  # noqa: E402
 
-from tests.serving import running_server  # noqa: E402
+from tests.serving import ServerProcess  # noqa: E402
 
 Episodes = list[tuple[dict[str, Any], list[dict[str, Any]]]]
+TICK = os.sysconf("SC_CLK_TCK")
+
+
+def process_cpu(pid: int) -> Callable[[], float]:
+    """A reader of the CPU seconds (user + system, all threads) the process ``pid`` has used.
+    The clock ticks in 1/CLK_TCK s (10 ms): summed over thousands of steps, the error of each
+    reading is a tick at most, a few percent of a round."""
+    stat = Path(f"/proc/{pid}/stat")
+
+    def read() -> float:
+        fields = stat.read_text().rsplit(")", 1)[1].split()
+        return (int(fields[11]) + int(fields[12])) / TICK
+
+    return read
 
 
 def recorded(n: int) -> Episodes:
@@ -47,36 +66,42 @@ def recorded(n: int) -> Episodes:
     ]
 
 
-async def ws_rate(url: str, episodes: Episodes, noop: bool) -> float:
-    steps, elapsed = 0, 0.0
+Rate = tuple[float, float]
+"""Steps per second (wall) and the server's CPU seconds per step, both over steps only."""
+
+
+async def ws_rate(url: str, episodes: Episodes, noop: bool, cpu: Callable[[], float]) -> Rate:
+    steps, elapsed, spent = 0, 0.0, 0.0
     async with websockets.connect(url.replace("http://", "ws://") + "/ws", max_size=None) as ws:
         for kwargs, actions in episodes:
             await ws.send(json.dumps({"type": "reset", "data": kwargs}))
             await ws.recv()
-            t = time.perf_counter()
+            c, t = cpu(), time.perf_counter()
             for a in actions:
                 await ws.send(json.dumps({"type": "step", "data": {"value": 1} if noop else a}))
                 reply = json.loads(await ws.recv())
                 assert reply["type"] == "observation", reply
             elapsed += time.perf_counter() - t
+            spent += cpu() - c
             steps += len(actions)
-    return steps / elapsed
+    return steps / elapsed, spent / steps
 
 
-def http_rate(url: str, episodes: Episodes, noop: bool) -> float:
-    steps, elapsed = 0, 0.0
+def http_rate(url: str, episodes: Episodes, noop: bool, cpu: Callable[[], float]) -> Rate:
+    steps, elapsed, spent = 0, 0.0, 0.0
     with httpx.Client(base_url=url, timeout=30) as client:
         for kwargs, actions in episodes:
             obs = client.post("/reset", json=kwargs).json()["observation"]
             eid = obs.get("episode_id")
-            t = time.perf_counter()
+            c, t = cpu(), time.perf_counter()
             for a in actions:
                 body = {"action": {"value": 1} if noop else {**a, "episode_id": eid}}
                 r = client.post("/step", json=body)
                 assert r.status_code == 200, r.text
             elapsed += time.perf_counter() - t
+            spent += cpu() - c
             steps += len(actions)
-    return steps / elapsed
+    return steps / elapsed, spent / steps
 
 
 def main(argv: list[str] | None = None) -> dict[str, Any]:
@@ -92,44 +117,68 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
     n = sum(len(a) for _, a in episodes)
     tmp = Path(tempfile.mkdtemp(prefix="companyos-serve-bench-"))
     rates: dict[str, list[float]] = {}
-    with (
-        running_server(
+    cpus: dict[str, list[float]] = {}
+    servers = {
+        "noop": ServerProcess(
             "",
             "--ws-per-message-deflate",
             "false",
             module="noop_server:app",
             extra_path=ROOT / "bench",
-        ) as noop,
-        running_server(f"sqlite:///{tmp / 'bench.db'}") as durable,
-        running_server("memory://") as memory,
-    ):
-        runs: dict[str, Callable[[], float]] = {
-            "/ws: no-op OpenEnv env": lambda: asyncio.run(ws_rate(noop, episodes, True)),
-            "/ws: CompanyOS, SQLite": lambda: asyncio.run(ws_rate(durable, episodes, False)),
-            "/ws: CompanyOS, memory": lambda: asyncio.run(ws_rate(memory, episodes, False)),
-            "HTTP: no-op OpenEnv env": lambda: http_rate(noop, episodes, True),
-            "HTTP (stateful): CompanyOS, SQLite": lambda: http_rate(durable, episodes, False),
-            "HTTP (stateful): CompanyOS, memory": lambda: http_rate(memory, episodes, False),
+        ),
+        "durable": ServerProcess(f"sqlite:///{tmp / 'bench.db'}"),
+        "memory": ServerProcess("memory://"),
+    }
+    try:
+        urls = {k: s.start() for k, s in servers.items()}
+
+        def ws(noop: bool) -> Callable[[str, Callable[[], float]], Rate]:
+            return lambda u, cpu: asyncio.run(ws_rate(u, episodes, noop, cpu))
+
+        def http(noop: bool) -> Callable[[str, Callable[[], float]], Rate]:
+            return lambda u, cpu: http_rate(u, episodes, noop, cpu)
+
+        runs: dict[str, tuple[str, Callable[[str, Callable[[], float]], Rate]]] = {
+            "/ws: no-op OpenEnv env": ("noop", ws(True)),
+            "/ws: CompanyOS, SQLite": ("durable", ws(False)),
+            "/ws: CompanyOS, memory": ("memory", ws(False)),
+            "HTTP: no-op OpenEnv env": ("noop", http(True)),
+            "HTTP (stateful): CompanyOS, SQLite": ("durable", http(False)),
+            "HTTP (stateful): CompanyOS, memory": ("memory", http(False)),
         }
         with Progress(console=console, transient=True) as progress:
             task = progress.add_task("rounds", total=args.rounds * len(runs))
             for _ in range(args.rounds):
-                for name, run in runs.items():
-                    rates.setdefault(name, []).append(run())
+                for name, (which, run) in runs.items():
+                    rate, cpu_step = run(urls[which], process_cpu(servers[which].pid))
+                    rates.setdefault(name, []).append(rate)
+                    cpus.setdefault(name, []).append(cpu_step)
                     progress.advance(task)
+    finally:
+        for s in servers.values():
+            s.stop()
     med = {k: statistics.median(v) for k, v in rates.items()}
+    cpu = {k: statistics.median(v) for k, v in cpus.items()}
     table = Table(title=f"Serving throughput on loopback ({n} steps x {args.rounds} rounds)")
-    for col in ("transport and environment", "median steps/s", "ratio to no-op"):
+    cols = ("transport and environment", "steps/s", "x no-op", "server CPU/step", "x no-op")
+    for col in cols:
         table.add_column(col, justify="left" if col.startswith("transport") else "right")
     results: dict[str, Any] = {"steps_per_round": n, "rounds": args.rounds, "configs": {}}
     for name, rate in med.items():
-        ref = (
-            med["/ws: no-op OpenEnv env"]
-            if name.startswith("/ws")
-            else med["HTTP: no-op OpenEnv env"]
+        ref = "/ws: no-op OpenEnv env" if name.startswith("/ws") else "HTTP: no-op OpenEnv env"
+        # Ratios above 1 are better than the no-op: steps/s over theirs, their CPU over ours.
+        r_wall, r_cpu = rate / med[ref], cpu[ref] / cpu[name] if cpu[name] else float("nan")
+        table.add_row(
+            name, f"{rate:,.0f}", f"{r_wall:.2f}", f"{cpu[name] * 1e6:,.0f} us", f"{r_cpu:.2f}"
         )
-        table.add_row(name, f"{rate:,.0f}", f"{rate / ref:.2f}")
-        results["configs"][name] = {"median": rate, "all": rates[name], "ratio_to_noop": rate / ref}
+        results["configs"][name] = {
+            "median": rate,
+            "all": rates[name],
+            "ratio_to_noop": r_wall,
+            "server_cpu_per_step": cpu[name],
+            "server_cpu_all": cpus[name],
+            "cpu_ratio_to_noop": r_cpu,
+        }
     console.print(table)
     if args.json:
         args.json.write_text(json.dumps(results, indent=2))

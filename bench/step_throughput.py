@@ -10,7 +10,9 @@ time other processes took), summed over episodes.
 
 Rows: steps in memory, on SQLite (a commit per step, and group commit), resets (warm: the
 instance seen before; cold: a new one), and `Episode.load` of stored episodes of growing length
-(constant in length: a snapshot of the fold plus at most 128 events).
+(constant in length: a snapshot of the fold plus at most 128 events). The warm and cold reset
+rows play the original's task (a fixed world); the last reset row draws new instances of the
+generated families, which a training loop with fresh seeds pays for.
 
     python bench/step_throughput.py [--episodes N] [--rounds R] [--json out.json]
 """
@@ -18,6 +20,7 @@ instance seen before; cold: a new one), and `Episode.load` of stored episodes of
 from __future__ import annotations
 
 import argparse
+import itertools
 import json
 import statistics
 import tempfile
@@ -87,6 +90,25 @@ def resets(n: int, warm: bool, original: bool) -> float:
     t = clock()
     for s in seeds:
         env.reset(seed=s, task_id=TASK)
+    return (clock() - t) / n
+
+
+_FRESH = itertools.count(10**9)
+"""Seeds never drawn before in this run (the same sequence every run)."""
+
+
+def generated_resets(n: int) -> float:
+    """Seconds per cold reset of the generated families (a new seed each time, every family
+    and difficulty in turn): what a training loop drawing fresh instances pays. Building an
+    instance sizes its step budget by playing the honest solver against an adversary."""
+    from companyos.domain import DIFFICULTIES, FAMILY_NAMES
+
+    env = CompanyOSEnvironment(InMemoryEventStore())
+    combos = [(f, d) for f in FAMILY_NAMES for d in DIFFICULTIES]
+    t = clock()
+    for i in range(n):
+        family, difficulty = combos[i % len(combos)]
+        env.reset(seed=next(_FRESH), task_id=family, difficulty=difficulty)
     return (clock() - t) / n
 
 
@@ -179,6 +201,9 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
         ),
         "reset, CompanyOS cold (a new instance)": statistics.median(
             resets(300, False, False) for _ in range(3)
+        ),
+        "reset, CompanyOS cold, generated families (new seeds)": statistics.median(
+            generated_resets(96) for _ in range(3)
         ),
     }
     ref_reset = reset_rows["reset, original-style (reference)"]

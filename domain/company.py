@@ -7,9 +7,10 @@ Everything here is data or a pure function of a `Draw`.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+import functools
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, overload
 
 from companyos.events.types import (
     ApprovalFieldSpec,
@@ -307,8 +308,15 @@ APPROVAL_TYPES: dict[str, TypeSpec] = {
 def approval_type(name: str, metrics: dict[str, str] | None = None) -> ApprovalTypeDefined:
     """The event defining a type, its metric fields bound to this instance's metrics (unbound
     fields are not checked against any system of record)."""
+    return _approval_type(name, tuple(sorted((metrics or {}).items())))
+
+
+@functools.lru_cache(maxsize=4096)
+def _approval_type(name: str, bound: tuple[tuple[str, str], ...]) -> ApprovalTypeDefined:
+    # Kept: every instance defines every type (validated models, a tenth of building one), and
+    # events are frozen, so instances can share them.
     spec = APPROVAL_TYPES[name]
-    metrics = metrics or {}
+    metrics = dict(bound)
     return ApprovalTypeDefined(
         approval_type=name,
         description=spec.description,
@@ -358,11 +366,43 @@ class Company:
 
     def fresh_name(self, draw: Draw, purpose: str) -> str:
         """Someone not in the directory (an employee, an engineer)."""
-        taken = set(self.names)
-        pool = [f"{f} {last}" for f in FIRST for last in LAST if f"{f} {last}" not in taken]
-        name: str = draw.choice(purpose, pool)
+        name: str = draw.choice(purpose, Untaken(self.names))
         self.names.append(name)
         return name
+
+
+ALL_NAMES = tuple(f"{f} {last}" for f in FIRST for last in LAST)
+_NAME_AT = {n: i for i, n in enumerate(ALL_NAMES)}
+
+
+class Untaken(Sequence[str]):
+    """`ALL_NAMES` less the names taken, in the same order, without listing them: a draw
+    indexes it as it would the list (an instance draws a few names, and listing the 1,920
+    possible ones for each was a fifth of building an instance)."""
+
+    __slots__ = ("_gaps",)
+
+    def __init__(self, taken: Iterable[str]) -> None:
+        self._gaps = sorted({_NAME_AT[n] for n in taken if n in _NAME_AT})
+
+    def __len__(self) -> int:
+        return len(ALL_NAMES) - len(self._gaps)
+
+    @overload
+    def __getitem__(self, i: int) -> str: ...
+    @overload
+    def __getitem__(self, i: slice) -> Sequence[str]: ...
+    def __getitem__(self, i: int | slice) -> str | Sequence[str]:
+        if isinstance(i, slice):
+            return [self[j] for j in range(*i.indices(len(self)))]
+        if not -len(self) <= i < len(self):
+            raise IndexError(i)
+        i %= len(self)
+        for gap in self._gaps:  # ascending: each taken name at or before i shifts it on
+            if gap > i:
+                break
+            i += 1
+        return ALL_NAMES[i]
 
 
 def draw_company(draw: Draw) -> Company:
