@@ -67,5 +67,10 @@ class EpisodeCache:
             while len(self._items) > self.capacity:
                 self._items.popitem(last=False)
 
+    def discard(self, episode_id: str) -> None:
+        """Drop the cached copy (the next `get` loads the episode from the store)."""
+        with self._lock:
+            self._items.pop(episode_id, None)
+
     def __len__(self) -> int:
         return len(self._items)

@@ -37,7 +37,7 @@ from companyos.domain.goals import collateral
 from companyos.domain.inputs import hostile, printable
 from companyos.domain.limits import clip_name
 from companyos.domain.model import clock_label
-from companyos.events import ConcurrencyConflict, EventStore, InMemoryEventStore
+from companyos.events import ConcurrencyConflict, EventStore, InMemoryEventStore, StoreError
 from companyos.events.types import AgentReplied, InvalidAction, replies_stream
 from companyos.projections import progress, render_result, render_world, tool_manifest
 
@@ -264,25 +264,48 @@ class CompanyOSEnvironment(Environment[CompanyOSAction, CompanyOSObservation, Co
         if not isinstance(actions, list) or not 1 <= len(actions) <= MAX_BATCH:
             return [_not_in_batch(f"batch must be a list of 1 to {MAX_BATCH} calls")]
         own, out = self._episode, []
+        touched: set[str] = set()
         try:
-            for a in actions:
-                app, method, params, episode_id, expected = _unpack(a)
-                episode = self._batch.get(episode_id) if episode_id is not None else None
-                if episode is None:
-                    out.append(
-                        _not_in_batch(
-                            f"episode_id {clip_name(episode_id, self.limits)!r} is not one this "
-                            "session started with a batch reset; reset it in a batch first"
+            # One message is answered once: its steps are made durable together.
+            with self.store.deferred_commit():
+                for a in actions:
+                    app, method, params, episode_id, expected = _unpack(a)
+                    episode = self._batch.get(episode_id) if episode_id is not None else None
+                    if episode is None:
+                        out.append(
+                            _not_in_batch(
+                                f"episode_id {clip_name(episode_id, self.limits)!r} is not one "
+                                "this session started with a batch reset; reset it in a batch "
+                                "first"
+                            )
                         )
-                    )
-                    continue
-                self._episode = episode
-                out.append(self.act(app, method, params, None, expected))
-                if self._episode is not None and self._episode is not episode:
-                    self._batch[episode.id] = self._episode  # reloaded after a conflict
+                        continue
+                    self._episode = episode
+                    touched.add(episode.id)
+                    out.append(self.act(app, method, params, None, expected))
+                    if self._episode is not None and self._episode is not episode:
+                        self._batch[episode.id] = self._episode  # reloaded after a conflict
+        except StoreError:
+            # Steps of this message may be lost with it: the copies held here must again be
+            # the fold of what the store has, or be dropped (reloaded at their next use).
+            for eid in touched:
+                self._forget(eid)
+            raise
         finally:
             self._episode = own
         return out
+
+    def _forget(self, episode_id: str) -> None:
+        """Let go of our folded copy of an episode whose latest appends may not have been
+        kept: the batch's copy is loaded again from the store if it can be, else dropped; a
+        cached copy is dropped."""
+        if self.cache is not None:
+            self.cache.discard(episode_id)
+        if episode_id in self._batch:
+            try:
+                self._batch[episode_id] = Episode.load(self.store, episode_id, self.limits)
+            except (StoreError, EpisodeNotFound):
+                del self._batch[episode_id]
 
     def call_tool(self, name: str, arguments: dict[str, Any]) -> CompanyOSObservation:
         """Run a tool by its flat MCP name (``ticketdesk_get_ticket``); ``arguments`` may carry

@@ -15,7 +15,7 @@ import fcntl
 import logging
 import threading
 import time
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import Any, Literal
 
@@ -245,6 +245,10 @@ def unavailable(exc: BaseException, url: str) -> StoreError:
     cause = getattr(exc, "orig", None) or exc
     _log.warning("event store %s failed: %s", redact_url(url), cause)
     return StoreError(f"event store unavailable ({type(cause).__name__})")
+
+
+_UNBOUNDED = 2**62
+"""A group size no block of appends reaches (`SQLEventStore.deferred_commit`)."""
 
 
 class SQLEventStore(EventStore):
@@ -493,6 +497,31 @@ class SQLEventStore(EventStore):
                 cur.execute("COMMIT")
             finally:
                 self._flock(False)
+
+    @contextlib.contextmanager
+    def deferred_commit(self) -> Iterator[None]:
+        """`EventStore.deferred_commit`. On SQLite, the block's appends share one transaction
+        (a group without a size limit, committed at the end, earlier if a read comes first);
+        this store's other threads wait for the block, other processes for its write lock.
+        PostgreSQL commits each append (replicas share streams, and the advisory lock must not
+        be held across a batch), as does a store already in group-commit mode (its own
+        trade-off stands)."""
+        if self.dialect != "sqlite" or self.group_commit > 1:
+            yield
+            return
+        with self._wlock:
+            self.group_commit = _UNBOUNDED
+            try:
+                yield
+            finally:
+                self.group_commit = 1
+                # The block's appends are kept even if the block failed part-way: the caller
+                # holds state derived from each append that succeeded.
+                try:
+                    self._commit_group()
+                except self._db_errors as exc:
+                    self._drop_writer()
+                    raise unavailable(exc, self.url) from exc
 
     def flush(self) -> None:
         """Commit the open group now (a no-op unless ``group_commit`` > 1)."""

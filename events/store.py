@@ -10,8 +10,9 @@ whole log. ``append`` is atomic and optimistic: it succeeds only if the stream i
 from __future__ import annotations
 
 import abc
+import contextlib
 import time
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from hashlib import sha256
 from typing import Any, NamedTuple
@@ -227,6 +228,17 @@ class EventStore(abc.ABC):
     def load_snapshot(self, stream: str) -> Snapshot | None:
         """The stream's latest snapshot, if any (check it before use: it is a cache)."""
         return None
+
+    @contextlib.contextmanager
+    def deferred_commit(self) -> Iterator[None]:
+        """Appends made inside are made durable together when the block ends, not one by one:
+        for a caller that acknowledges them together (a batch of steps answered in one
+        message). Each append is still all-or-nothing and its conflict check exact. If the
+        store fails (`StoreError`, from an append inside or from the final commit), none of
+        the block's appends may have been kept: the caller must then load again what it
+        derived from them. The default commits each append as it comes (a backend that has
+        nothing to defer, or must not)."""
+        yield
 
     def close(self) -> None:  # noqa: B027 - optional hook
         """Release connections; the default has none."""

@@ -5,12 +5,15 @@ call naming an episode outside the session's batch refused without writing anyth
 from __future__ import annotations
 
 import asyncio
+import sqlite3
 
 import pytest
 
 from companyos.api import CompanyOSEnvironment
 from companyos.api.client import CompanyOSClient
 from companyos.domain import plan
+from companyos.events import StoreError, first_broken_link
+from companyos.events.sql import SQLEventStore, sqlite_url
 
 from .serving import running_server
 
@@ -25,8 +28,12 @@ def _calls(env: CompanyOSEnvironment, ids: list[str]) -> list[dict]:
     return out
 
 
-def test_a_batch_gives_the_logs_of_episodes_played_alone():
-    env = CompanyOSEnvironment()
+@pytest.mark.parametrize("store", ["memory", "sqlite"])
+def test_a_batch_gives_the_logs_of_episodes_played_alone(store, tmp_path):
+    # On SQLite each message's steps are made durable together (`deferred_commit`).
+    env = CompanyOSEnvironment(
+        SQLEventStore(sqlite_url(tmp_path / "b.db")) if store == "sqlite" else None
+    )
     resets = [{"seed": 40 + i, "task_id": i % 5, "difficulty": i % 4} for i in range(8)]
     ids = [o.episode_id for o in env.reset_batch(resets)]
     assert env.episode is None  # the session's own episode is untouched
@@ -47,6 +54,35 @@ def test_a_batch_gives_the_logs_of_episodes_played_alone():
         assert [r.hash for r in env.store.read(eid)] == [
             r.hash for r in alone.store.read(alone.episode.id)
         ]
+
+
+def test_a_batch_the_store_fails_to_keep_leaves_the_episodes_as_the_store_has_them(tmp_path):
+    store = SQLEventStore(sqlite_url(tmp_path / "b.db"))
+    env = CompanyOSEnvironment(store)
+    ids = [o.episode_id for o in env.reset_batch([{"seed": 5}, {"seed": 6}])]
+    env.step_batch(_calls(env, ids))  # one step each, kept
+    versions = [store.version(eid) for eid in ids]
+    real = store._commit_group
+
+    def failing() -> None:  # the disk fails as the batch's steps are committed
+        if store._open:
+            store._writer().cursor().execute("ROLLBACK")
+            store._open = False
+            raise sqlite3.OperationalError("disk I/O error")
+        real()
+
+    store._commit_group = failing  # type: ignore[method-assign]
+    with pytest.raises(StoreError):
+        env.step_batch(_calls(env, ids))
+    store._commit_group = real  # type: ignore[method-assign]
+    assert [store.version(eid) for eid in ids] == versions  # nothing of the failed message
+    for eid in ids:  # our copies are the store's again: step 1, and the next step is step 2
+        assert env._batch[eid].world.step == 1
+    out = env.step_batch(_calls(env, ids))
+    assert [o.step for o in out] == [2, 2] and [o.error for o in out] == [None, None]
+    for eid in ids:
+        assert first_broken_link(store.read(eid)) is None
+        assert [r.event.step for r in store.read(eid) if r.type == "ToolCalled"] == [1, 2]
 
 
 def test_a_call_outside_the_batch_is_refused_and_writes_nothing():

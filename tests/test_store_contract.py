@@ -6,6 +6,7 @@ local server); each test gets a fresh schema.
 
 from __future__ import annotations
 
+import sqlite3
 import threading
 
 import orjson
@@ -17,6 +18,7 @@ from companyos.events import (
     ConcurrencyConflict,
     EventStore,
     InMemoryEventStore,
+    StoreError,
     first_broken_link,
 )
 from companyos.events.chain import canonical, chain_hash
@@ -225,6 +227,32 @@ class StoreContract:
         assert info is not None and info.version == 2
         assert info.last_hash == self.store.read("ep-1")[-1].hash
 
+    # ------------------------------------------------------------------ deferred commit
+
+    def test_appends_in_a_deferred_block_are_all_kept_and_still_checked(self):
+        self.store.append("d1", sample(1), -1)
+        with self.store.deferred_commit():
+            self.store.append("d1", sample(2, 1), 0)
+            with pytest.raises(ConcurrencyConflict):
+                self.store.append("d1", sample(1, 9), 0)  # stale: refused, nothing written
+            self.store.append("d2", sample(3), -1)
+            self.store.append("d1", sample(1, 3), 2)
+        assert [r.event.ticket_id for r in self.store.read("d1")] == [
+            "TKT-0",
+            "TKT-1",
+            "TKT-2",
+            "TKT-3",
+        ]
+        assert self.store.version("d2") == 2
+        assert first_broken_link(self.store.read("d1")) is None
+
+    def test_a_deferred_block_that_fails_keeps_the_appends_made_in_it(self):
+        # The caller holds state derived from each append that succeeded: those must stand.
+        with pytest.raises(RuntimeError), self.store.deferred_commit():
+            self.store.append("d3", sample(2), -1)
+            raise RuntimeError("the caller failed after an append")
+        assert self.store.version("d3") == 1
+
     # ------------------------------------------------------------------ hash chain
 
     def test_hash_chain(self):
@@ -293,6 +321,45 @@ class TestSQLiteStore(SQLContract):
         reopened.append("s1", sample(1), 1)
         assert first_broken_link(reopened.read("s1")) is None
         reopened.close()
+
+    def test_a_deferred_block_commits_once_and_is_invisible_elsewhere_until_then(self):
+        store = self.store
+        assert isinstance(store, SQLEventStore)
+        other = SQLEventStore(sqlite_url(self.tmp_path / "events.db"))
+        commits = []
+        end = store._end
+        store._end = lambda conn, cur, commit: (commits.append(commit), end(conn, cur, commit))
+        with store.deferred_commit():
+            for i in range(5):
+                store.append(f"g{i}", sample(2), -1)
+            assert other.version("g0") == -1  # not committed yet
+        assert commits == []  # no append committed on its own
+        assert [other.version(f"g{i}") for i in range(5)] == [1] * 5
+        store.append("g0", sample(1, 2), 1)  # after the block: a commit per append again
+        assert commits == [True]
+        other.close()
+
+    def test_a_failed_deferred_commit_keeps_nothing_of_the_block(self):
+        store = self.store
+        assert isinstance(store, SQLEventStore)
+        store.append("f1", sample(1), -1)
+        real = store._commit_group
+
+        def failing() -> None:
+            if store._open:
+                store._writer().cursor().execute("ROLLBACK")
+                store._open = False
+                raise sqlite3.OperationalError("disk I/O error")
+            real()
+
+        store._commit_group = failing
+        with pytest.raises(StoreError), store.deferred_commit():
+            store.append("f1", sample(2, 1), 0)
+            store.append("f2", sample(1), -1)
+        store._commit_group = real
+        assert store.version("f1") == 0 and store.version("f2") == -1
+        store.append("f1", sample(1, 5), 0)  # the store works on
+        assert [r.event.ticket_id for r in store.read("f1")] == ["TKT-0", "TKT-5"]
 
     def test_two_store_objects_on_one_file_conflict_cleanly(self):
         other = SQLEventStore(sqlite_url(self.tmp_path / "events.db"))
