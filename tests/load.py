@@ -24,8 +24,15 @@ from companyos.agents import RandomAgent
 
 from .audit import Ack
 
-GONE = (websockets.ConnectionClosed, OSError, asyncio.TimeoutError, httpx.TransportError)
-"""What a player sees when the server dies under it."""
+GONE = (
+    websockets.ConnectionClosed,
+    websockets.InvalidMessage,  # killed mid-handshake: the connection closed before its answer
+    OSError,
+    asyncio.TimeoutError,
+    httpx.TransportError,
+)
+"""What a player sees when the server dies under it (a refused handshake, such as a full
+server's 503, is not among them: it is an answer)."""
 NOT_APPLIED = {"conflict", "episode_ended", "no_episode", "episode_not_found"}
 JUNK = [
     {"app": "ticketdesk", "method": "close_ticket", "params": {"ticket_id": "TKT-1042"}},
