@@ -13,6 +13,7 @@ from typing import Any
 from companyos.agents.honest import seen_in
 from companyos.api.models import CompanyOSObservation
 from companyos.domain.honest import HonestSolver, Seen
+from companyos.domain.honest.solver import WAITS
 
 Call = tuple[str, str, dict[str, Any]]
 FAULTS = frozenset({"service_unavailable", "rate_limited", "service_down"})
@@ -74,3 +75,13 @@ class Flawed:
     def mark(self) -> None:
         """The call being returned (the next step) is the mistake."""
         self.made.append(self.step + 1)
+
+
+def look(solver: HonestSolver, call: Call) -> Call:
+    """``call`` if its app takes it now, else a look at an app that does (an idle agent that
+    respects the limits and outages it was told of), as the solver's own call."""
+    if not solver._takes(call[0]):
+        call = next((w for w in WAITS if solver._takes(w[0])), call)
+    solver.last = call
+    solver.calls.setdefault(call[0], []).append(solver.now + 5)
+    return call

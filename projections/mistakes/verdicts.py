@@ -16,8 +16,9 @@ DEFINITIONS: dict[str, str] = {
     "fixed_too_late": "A mistake that was made good, but only after the point where the "
     "remaining budget could still finish the task: the honest solver, taking over right after "
     "the mistake, no longer succeeds. Named with the mistake it fixed.",
-    "timed_out_while_polling": "Ran out of steps polling approval requests while polling was "
-    "not what the task needed (the request was decided, or work was waiting).",
+    "timed_out_while_polling": "Ran out of steps polling approval requests (at least every "
+    "other step, only looking in between) while polling was not what the task needed (the "
+    "request was decided, or work was waiting).",
     "stalled": "Ran out of steps only looking (listings, lookups, polls with no request to "
     "wait on) while work was waiting to be done.",
     "looped": "Ran out of steps repeating or undoing calls that brought no new progress "
@@ -68,7 +69,11 @@ def idling(ep: Episode) -> Iterator[Suspect]:
         if wanted is None or _waits(wanted) or purpose(wanted) == purpose(s.call):
             continue
         tools = [tool(t) for t in ep.steps[i:]]
-        if all(t in POLLS for t in tools) and ep.before[i].approvals:
+        polls = sum(t in POLLS for t in tools)
+        # Mostly polls, the rest looks: polling, with a look to wait out a limit or an outage
+        # on the app it polls.
+        polling = all(t in LOOKS for t in tools) and 2 * polls >= len(tools)
+        if polling and ep.before[i].approvals:
             label, did = "timed_out_while_polling", "polled requests"
         elif all(t in LOOKS for t in tools):
             label, did = "stalled", "only looked"
