@@ -25,9 +25,9 @@ class CopiesPreviousValue(Flawed):
         if seen is not None and last is not None and last[1] == "refresh_data":
             result = seen.result if isinstance(seen.result, dict) else {}
             old, new = result.get("previous_value"), result.get("value")
-            if seen.error is None and isinstance(old, int | float) and isinstance(new, int | float):
-                if float(old) != float(new):
-                    self.previous[float(new)] = float(old)
+            changed = isinstance(old, int | float) and isinstance(new, int | float) and old != new
+            if seen.error is None and changed:
+                self.previous[float(new)] = float(old)
         app, method, params = self.honest(seen)
         if method != "submit_approval" or params.get("approval_type") == "data_access":
             return action((app, method, params))

@@ -36,11 +36,11 @@ class ResubmitsImpatiently(Flawed):
         aid = str(call[2]["approval_id"])
         view = seen.result
         pending = view.get("approval_id") == aid and view.get("status") == "pending"
-        if pending and int(view.get("polls", 0)) >= PATIENCE and aid in self.sent:
-            if aid not in self.nudged:
-                self.nudged.add(aid)
-                again = self.sent[aid]
-                solver.last = again
-                self.mark()
-                return action(again)
+        nudge = pending and int(view.get("polls", 0)) >= PATIENCE and aid not in self.nudged
+        if nudge and aid in self.sent:
+            self.nudged.add(aid)
+            again = self.sent[aid]
+            solver.last = again
+            self.mark()
+            return action(again)
         return action(call)
