@@ -48,6 +48,10 @@ class Flawed:
         self.solver = HonestSolver(observation.task, observation.task_id)
         self.made = []
         self.started = False
+        self.action: dict[str, Any] | None = None
+        """The call it made last."""
+        self.undone: dict[str, Any] | None = None
+        """A mistaken call a fault refused: making it again is making the mistake."""
         self.setup()
 
     def setup(self) -> None:
@@ -60,9 +64,16 @@ class Flawed:
         refused = observation.error in FAULTS
         if refused and not self.counts_refused and self.made and self.made[-1] == observation.step:
             self.made.pop()  # the service refused it: the mistake was not made
+            self.undone = self.action
         self.step = observation.step
         self.remaining = observation.steps_remaining
-        return self.choose(seen, observation)
+        call = self.choose(seen, observation)
+        if call == self.undone:
+            self.undone = None
+            if not self.made or self.made[-1] != self.step + 1:
+                self.mark()  # the refused mistake, made again (a retry)
+        self.action = call
+        return call
 
     def honest(self, seen: Seen | None) -> Call:
         """What the careful agent would call next (after seeing ``seen``)."""

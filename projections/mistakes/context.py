@@ -575,6 +575,34 @@ class Episode:
             f"{self.goal.decision}",
         )
 
+    def misled_change(self, i: int, item: str) -> Suspect | None:
+        """A change to the task's ticket in a decision task whose rule says no, when it looked
+        called for only on bad data (the approving branch's ticket work, begun on a stale,
+        unread or inaccessible figure): the data mistake it rests on, made good when the change
+        is put back. None: the data was sound (plain collateral damage)."""
+        if not self.decision_task or self.main.resolution is None:
+            return None
+        if not item.startswith(f"{self.main.ticket_id}."):
+            return None
+        world = self.before[i]
+        defects = self.data_defects(i, world.metrics, world.clock, self.goal.metrics)
+        if not defects:
+            return None
+        label, _, why = defects[0]
+        return Suspect(
+            label,
+            self.steps[i].step,
+            f"set {item}, which only the approving branch calls for, although {why}",
+            lambda: self.first_after(i, lambda t: item not in self.collateral(t.step - 1)),
+        )
+
+    def changes(self) -> Iterator[tuple[int, StepRecord, TicketUpdated, str]]:
+        """Ticket changes that did collateral damage (as ``ticket.field``), decisions aside."""
+        for i, s, e in self.ticket_updates():
+            item = f"{e.ticket_id}.{e.field}"
+            if not self.is_decision(e) and item in self.collateral(i) - self.collateral(i - 1):
+                yield i, s, e, item
+
     def data_mistakes(self, label: str) -> Iterator[Suspect]:
         """Every act that rested on bad data, as ``label`` (a data label) says: requests,
         decisions, and requests pushed through a decision task."""
@@ -587,3 +615,7 @@ class Episode:
                 found = self.unwanted_request(req.i, req.approval)
                 if found is not None and found.label == label:
                     yield found
+        for i, _, _, item in self.changes():
+            found = self.misled_change(i, item)
+            if found is not None and found.label == label:
+                yield found
