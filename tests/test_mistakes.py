@@ -8,7 +8,7 @@ the honest forks agree with a real honest play."""
 
 from __future__ import annotations
 
-import collections
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -26,8 +26,10 @@ from companyos.events.types import FaultInjected
 from companyos.projections.forks import SimulatedForks
 from companyos.projections.mistakes import LABELS, RULES, Mistake, analyse, decisive, mistakes
 from companyos.projections.mistakes.context import PSEUDO_APP
+from companyos.projections.mistakes.verdicts import IDLING
 from companyos.projections.replay import replay
 
+from .flawed_styles import STYLES, styled
 from .helpers import main_ticket, td, update
 
 FAILED = ("failure", "timeout", "abandoned")
@@ -45,40 +47,76 @@ def _row_label(agent: Flawed) -> str:
     return "invalid_params" if agent.label == "fixed_too_late" else agent.label
 
 
-def _play_flawed(seeds: range) -> tuple[collections.Counter[str], list[str], list[str]]:
-    """Plays every flawed agent on every family and difficulty for ``seeds``: failed episodes
-    per agent, the misses (decisive label not the flaw), and mistakes not found at their step."""
+@dataclass
+class Tally:
+    """One flawed agent's failed episodes, and how the analysis named them."""
+
+    failed: int = 0
+    named: int = 0
+    """Failed episodes whose decisive label is the flaw."""
+    made: int = 0
+    """Failed episodes in which it made its mistake (step rules; the idlers always do)."""
+    named_made: int = 0
+    wrong: list[str] = field(default_factory=list)
+    unseen: list[str] = field(default_factory=list)
+    """Mistakes it made that are not in the table at their step."""
+
+
+def _play_flawed(
+    seeds: range, style: str | None = None, difficulties: tuple[int, ...] = (0, 1, 2, 3)
+) -> dict[str, Tally]:
+    """Plays every flawed agent (on the solver of ``style``, if any) on every family and
+    difficulty for ``seeds``: per agent, its failed episodes and how they were named."""
     env = CompanyOSEnvironment()
-    failed: collections.Counter[str] = collections.Counter()
-    wrong: list[str] = []
-    unseen: list[str] = []
+    tallies: dict[str, Tally] = {}
     for name, factory in FLAWED.items():
-        agent = factory()
+        agent = (styled(factory, style) if style else factory)()
+        t = tallies[name] = Tally()
         for seed in seeds:
-            for difficulty in (0, 1, 2, 3):
+            for difficulty in difficulties:
                 for family in FAMILY_NAMES:
                     r = play(env, agent, seed=seed, task_id=family, difficulty=difficulty)
                     if r.outcome == "success":
                         continue
                     records = env.store.read(r.episode_id)
                     found = analyse(records)
-                    failed[name] += 1
+                    made = bool(agent.made) or agent.label in IDLING
+                    right = found.label == agent.label
+                    t.failed += 1
+                    t.named += right
+                    t.made += made
+                    t.named_made += made and right
                     where = f"{name} on {family}-d{difficulty}-s{seed}"
-                    if found.label != agent.label:
-                        wrong.append(f"{where}: {found.decisive}")
+                    if not right:
+                        t.wrong.append(f"{where}: {found.decisive}")
                     at = {m.step for m in found.mistakes if m.label == _row_label(agent)}
                     refused = set() if agent.counts_refused else _refused(records)
-                    unseen += [f"{where} step {s}" for s in agent.made if s not in at | refused]
-    return failed, wrong, unseen
+                    t.unseen += [f"{where} step {s}" for s in agent.made if s not in at | refused]
+    return tallies
 
 
-def test_the_decisive_label_is_the_flaw_and_every_mistake_is_in_the_table():
-    failed, wrong, unseen = _play_flawed(range(1))
-    assert set(failed) == set(FLAWED), "every flawed agent fails somewhere"
-    total = sum(failed.values())
-    accuracy = 1 - len(wrong) / total
-    assert accuracy >= 0.9, (accuracy, wrong[:10])
-    assert not unseen, unseen[:10]
+def test_the_decisive_label_is_each_flaw_and_every_mistake_is_in_the_table():
+    """Each flawed agent on its own: the decisive label is its flaw on at least 90% of its
+    failed episodes, and each mistake it made is a row at its step."""
+    tallies = _play_flawed(range(1))
+    assert {n for n, t in tallies.items() if t.failed} == set(FLAWED), "each fails somewhere"
+    for name, t in tallies.items():
+        assert t.named >= 0.9 * t.failed, (name, t.named, t.failed, t.wrong[:5])
+        assert not t.unseen, (name, t.unseen[:5])
+
+
+@pytest.mark.parametrize("style", sorted(STYLES))
+def test_the_flaw_is_named_whatever_the_agent_s_habits_of_work(style: str):
+    """The same flaws played by agents with other habits of work (`flawed_styles`): over the
+    failed episodes in which the flaw was made, the decisive label is the flaw on at least 90%
+    of them (a slow habit may lose an episode by itself: that names no flaw), and each mistake
+    made is a row at its step."""
+    tallies = _play_flawed(range(1), style, difficulties=(1, 3))
+    made = sum(t.made for t in tallies.values())
+    named = sum(t.named_made for t in tallies.values())
+    assert made > 100 and named >= 0.9 * made, (named, made)
+    unseen = [u for t in tallies.values() for u in t.unseen]
+    assert len(unseen) <= 0.02 * made, unseen[:10]
 
 
 def test_every_flaw_is_a_documented_label_and_agents_see_only_observations():

@@ -35,6 +35,8 @@ class Flawed:
     """Which flaw, when several agents' flaws share a label (a mix-up of tickets, of metrics)."""
     counts_refused = False
     """Whether a mistaken call that a fault refused still counts (it did not happen)."""
+    solver_class: type[HonestSolver] = HonestSolver
+    """The careful agent it departs from (another habit of work: `tests/flawed_styles.py`)."""
 
     def __init__(self) -> None:
         self.solver: HonestSolver | None = None
@@ -45,7 +47,7 @@ class Flawed:
     def reset(self, observation: CompanyOSObservation) -> None:
         if observation.task_id is None:
             raise ValueError("a flawed agent needs the observation of a reset (task and family)")
-        self.solver = HonestSolver(observation.task, observation.task_id)
+        self.solver = self.solver_class(observation.task, observation.task_id)
         self.made = []
         self.started = False
         self.action: dict[str, Any] | None = None

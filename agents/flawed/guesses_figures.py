@@ -26,7 +26,7 @@ class GuessesFigures(Flawed):
         solver = self.solver
         assert solver is not None
         call = self.honest(seen)
-        while call[1] == "refresh_data":
+        while call[1] in ("refresh_data", "query_metric"):
             name = str(call[2]["metric_name"])
             unit = next(
                 (m.get("unit") for m in solver.catalog or () if m.get("metric") == name), ""

@@ -42,7 +42,11 @@ def _answers(ep: Episode, call: Any, a: Approval) -> bool:
     return a.approval_type != "data_access" or dataset == ep.dataset(a)
 
 
-def _sees(call: Any, a: Approval) -> bool:
+def _sees(t: StepRecord, a: Approval) -> bool:
+    """The call showed the request's status (a call a fault refused showed nothing)."""
+    call = t.call
+    if any(isinstance(x, FaultInjected) for x in t.events):
+        return False
     if call.method == "list_approvals":
         return True
     return call.method == "check_status" and text(param(call, "approval_id")).upper() == (
@@ -79,13 +83,13 @@ def find(ep: Episode) -> Iterator[Suspect]:
             a = s.world.approvals.get(e.approval_id)
             if a is None:
                 continue
-            seen_at = i if _sees(s.call, a) else None
+            seen_at = i if _sees(s, a) else None
             due: int | None = None
             for j, t in ep.later(i):
                 if _answers(ep, t.call, a):
                     break
                 if seen_at is None:
-                    seen_at = j if _sees(t.call, a) else None
+                    seen_at = j if _sees(t, a) else None
                     continue
                 if _watches(t.call, a) or _moves_on(t.call, a):
                     due = j
