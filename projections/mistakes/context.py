@@ -27,6 +27,7 @@ from companyos.domain.model import (
 from companyos.events.types import (
     ActionRejected,
     ApprovalSubmitted,
+    FaultInjected,
     InvalidAction,
     MetricQueried,
     MetricRefreshed,
@@ -113,9 +114,11 @@ def find_metric(world: World, name: Any) -> Metric | None:
 
 
 def understood(s: StepRecord) -> bool:
-    """The call got past validation: no invalid action, no argument that named nothing."""
+    """The call got past validation: it reached the app (no fault refused it before it was
+    read), with no invalid action and no argument that named nothing."""
     return not any(
-        isinstance(e, InvalidAction) or (isinstance(e, ActionRejected) and e.code in BAD_REFERENCE)
+        isinstance(e, InvalidAction | FaultInjected)
+        or (isinstance(e, ActionRejected) and e.code in BAD_REFERENCE)
         for e in s.events
     )
 
