@@ -83,6 +83,11 @@ def _rows(ep: Episode, episode_id: str) -> list[tuple[Suspect, Mistake]]:
     ]
 
 
+STOPS = frozenset({"no_tool_call"})
+"""Labels of an agent stopping work (a reply with no call), which name no object."""
+OWED = frozenset({"gave_up_after_rejection"})
+"""Labels of an answer owed and not given: stopping while one stands is that mistake."""
+
 OBJECT = re.compile(r"\b(TKT-\d+|APR-\d+)\b")
 """Objects a mistake's evidence names (tickets, requests): what ties a symptom to its cause."""
 
@@ -90,8 +95,20 @@ OBJECT = re.compile(r"\b(TKT-\d+|APR-\d+)\b")
 def _root(rows: list[Mistake], found: Mistake) -> Mistake:
     """The cause of ``found``: an earlier mistake on the same ticket or request that was still
     unrepaired when ``found`` was made (a change a fault refused and never retried shows up
-    later as a request on an unready ticket; the symptom is not the mistake)."""
+    later as a request on an unready ticket; the symptom is not the mistake), or, for a reply
+    with no tool call, a rejection it had seen and left unanswered."""
     objects = set(OBJECT.findall(found.evidence))
+    if found.label in STOPS:
+        # A reply without a tool call names nothing: while a rejection the agent had seen
+        # stood unanswered, stopping is how it left it standing.
+        standing = [
+            m
+            for m in rows
+            if m.step <= found.step
+            and m.label in OWED
+            and (m.made_good_at is None or m.made_good_at > found.step)
+        ]
+        return standing[0] if standing else found
     if not objects:
         return found
     for m in rows:

@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Iterator
 
 from ..context import Episode, Suspect
-from .wrong_object import asked_of_task
+from .wrong_object import mixed_up
 
 LABEL = "collateral_damage"
 ORDER = 80
@@ -19,7 +19,7 @@ DEFINITION = (
 
 def find(ep: Episode) -> Iterator[Suspect]:
     for i, s, e, item in ep.changes():
-        if e.ticket_id not in ep.wanted and asked_of_task(ep, e.field):
+        if mixed_up(ep, i, e.ticket_id, e.field):
             continue  # `wrong_object`
         if ep.misled_change(i, item) is not None:
             continue  # begun on bad data: the data mistake

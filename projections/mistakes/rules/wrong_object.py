@@ -6,8 +6,15 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 
-from companyos.domain.model import normalize_ticket_id
-from companyos.events.types import ActionRejected, ApprovalEscalated, FaultInjected
+from companyos.domain import goals
+from companyos.domain.model import Ticket, normalize_ticket_id
+from companyos.events.types import (
+    ActionRejected,
+    ApprovalEscalated,
+    FaultInjected,
+    TicketGoal,
+    TicketUpdated,
+)
 
 from ..context import Episode, Suspect, param, text, understood
 
@@ -35,6 +42,46 @@ def asked_of_task(ep: Episode, field: str) -> bool:
     return field == "resolution" and ep.decision_task
 
 
+def _asks(tg: TicketGoal, field: str) -> bool:
+    return (
+        field in tg.fields
+        or (field == "verified" and tg.verify)
+        or (field == "status" and (tg.status is not None or tg.unblock))
+    )
+
+
+def _done(t: Ticket | None, tg: TicketGoal, field: str) -> bool:
+    if field in tg.fields:
+        return goals.field_ok(t, tg, field)
+    if field == "verified":
+        return goals.verified(t)
+    return goals.status_ok(t, tg) if tg.status is not None else goals.unblocked(t)
+
+
+def done_on_task(ep: Episode, i: int, field: str) -> bool:
+    """The agent had already made this change itself on every task ticket that asks it, before
+    step index ``i``: making it on another ticket too is extra work, not a mix-up of tickets
+    (collateral damage)."""
+    asked = {tg.ticket_id: tg for tg in ep.goal.tickets if _asks(tg, field)}
+    if not asked:
+        return False
+    own = any(
+        isinstance(e, TicketUpdated) and e.ticket_id in asked and e.field == field
+        for s in ep.steps[:i]
+        for e in s.events
+    )
+    world = ep.before[i]
+    return own and all(_done(world.tickets.get(t), tg, field) for t, tg in asked.items())
+
+
+def mixed_up(ep: Episode, i: int, ticket_id: str, field: str) -> bool:
+    """A change at step index ``i`` on another ticket than the task's is the task's work done
+    on the wrong ticket."""
+    return (
+        ticket_id not in ep.wanted and asked_of_task(ep, field) and not done_on_task(ep, i, field)
+    )
+
+
 def find(ep: Episode) -> Iterator[Suspect]:
     for i, s in enumerate(ep.steps):
         call = s.call
@@ -42,7 +89,7 @@ def find(ep: Episode) -> Iterator[Suspect]:
             continue
         tid = normalize_ticket_id(text(param(call, "ticket_id")))
         field = text(param(call, "field")).lower()
-        if tid in ep.wanted or tid not in ep.before[i].tickets or not asked_of_task(ep, field):
+        if tid not in ep.before[i].tickets or not mixed_up(ep, i, tid, field):
             continue
         if any(isinstance(e, FaultInjected) for e in s.events):
             continue
