@@ -19,7 +19,7 @@ DEFINITION = (
 
 def find(ep: Episode) -> Iterator[Suspect]:
     for i, s, e, item in ep.changes():
-        if mixed_up(ep, i, e.ticket_id, e.field):
+        if mixed_up(ep, i, e):
             continue  # `wrong_object`
         if ep.misled_change(i, item) is not None:
             continue  # begun on bad data: the data mistake

@@ -5,6 +5,7 @@ another metric's figure, or an escalation of a request that was not the rejected
 from __future__ import annotations
 
 from collections.abc import Iterator
+from typing import Any
 
 from companyos.domain import goals
 from companyos.domain.model import Ticket, normalize_ticket_id
@@ -42,12 +43,15 @@ def asked_of_task(ep: Episode, field: str) -> bool:
     return field == "resolution" and ep.decision_task
 
 
-def _asks(tg: TicketGoal, field: str) -> bool:
-    return (
-        field in tg.fields
-        or (field == "verified" and tg.verify)
-        or (field == "status" and (tg.status is not None or tg.unblock))
-    )
+def _asks(tg: TicketGoal, field: str, value: Any) -> bool:
+    """The task asks ``field`` of ``tg``'s ticket, with ``value`` as one that would do."""
+    if field in tg.fields:
+        return goals.value_ok(value, tg.fields[field])
+    if field == "verified":
+        return tg.verify and value is True
+    if field == "status":
+        return value == tg.status or (tg.unblock and value != "blocked")
+    return False
 
 
 def _done(t: Ticket | None, tg: TicketGoal, field: str) -> bool:
@@ -58,11 +62,11 @@ def _done(t: Ticket | None, tg: TicketGoal, field: str) -> bool:
     return goals.status_ok(t, tg) if tg.status is not None else goals.unblocked(t)
 
 
-def done_on_task(ep: Episode, i: int, field: str) -> bool:
-    """The agent had already made this change itself on every task ticket that asks it, before
-    step index ``i``: making it on another ticket too is extra work, not a mix-up of tickets
-    (collateral damage)."""
-    asked = {tg.ticket_id: tg for tg in ep.goal.tickets if _asks(tg, field)}
+def done_on_task(ep: Episode, i: int, field: str, value: Any) -> bool:
+    """Before step index ``i``, the agent had itself set ``field`` on the task's tickets, and
+    every task ticket the value would do for had it done: setting it on another ticket too is
+    extra work (collateral damage), not the task's work on the wrong ticket."""
+    asked = {tg.ticket_id: tg for tg in ep.goal.tickets if _asks(tg, field, value)}
     if not asked:
         return False
     own = any(
@@ -74,11 +78,13 @@ def done_on_task(ep: Episode, i: int, field: str) -> bool:
     return own and all(_done(world.tickets.get(t), tg, field) for t, tg in asked.items())
 
 
-def mixed_up(ep: Episode, i: int, ticket_id: str, field: str) -> bool:
+def mixed_up(ep: Episode, i: int, e: TicketUpdated) -> bool:
     """A change at step index ``i`` on another ticket than the task's is the task's work done
     on the wrong ticket."""
     return (
-        ticket_id not in ep.wanted and asked_of_task(ep, field) and not done_on_task(ep, i, field)
+        e.ticket_id not in ep.wanted
+        and asked_of_task(ep, e.field)
+        and not done_on_task(ep, i, e.field, e.new)
     )
 
 
@@ -89,8 +95,10 @@ def find(ep: Episode) -> Iterator[Suspect]:
             continue
         tid = normalize_ticket_id(text(param(call, "ticket_id")))
         field = text(param(call, "field")).lower()
-        if tid not in ep.before[i].tickets or not mixed_up(ep, i, tid, field):
+        if tid in ep.wanted or tid not in ep.before[i].tickets or not asked_of_task(ep, field):
             continue
+        if any(isinstance(e, TicketUpdated) and not mixed_up(ep, i, e) for e in s.events):
+            continue  # a copy of work it had done on the task's tickets: collateral damage
         if any(isinstance(e, FaultInjected) for e in s.events):
             continue
         item = f"{tid}.{field}"
