@@ -37,11 +37,28 @@ class Surveyor(HonestSolver):
 
 
 class QueriesFirst(HonestSolver):
-    """Reads a figure with query_metric and refreshes it only when the answer says it is stale."""
+    """Reads a figure with query_metric and refreshes it only when the answer says it is stale;
+    a figure it queried it reads again before each request (a served value can go stale)."""
 
     def __init__(self, task: str, family: str) -> None:
         super().__init__(task, family)
         self.stale: set[str] = set()
+        self.queried: set[str] = set()
+        self.checked = False
+        """Its queried figures were read again for the request about to go out."""
+
+    def _chain(self) -> list[Call]:
+        out = super()._chain()
+        if not out or out[0][1] != "submit_approval":
+            return out
+        if self.checked or not self.queried:
+            self.checked = False
+            return out
+        for name in self.queried:
+            self.values.pop(name, None)  # read again first
+        self.queried.clear()
+        self.checked = True
+        return self._figures() + out
 
     def observe(self, seen: Seen) -> None:
         call = self.last
@@ -54,6 +71,7 @@ class QueriesFirst(HonestSolver):
             self.stale.add(name)
         elif "value" in result:
             self.values[name] = float(result["value"])
+            self.queried.add(name)
 
     def _figures(self) -> list[Call]:
         return [

@@ -8,6 +8,7 @@ the honest forks agree with a real honest play."""
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -120,10 +121,14 @@ def test_the_flaw_is_named_whatever_the_agent_s_habits_of_work(style: str):
 
 
 def test_every_flaw_is_a_documented_label_and_agents_see_only_observations():
+    doc = (Path(__file__).resolve().parents[1] / "docs" / "failure_taxonomy.md").read_text()
+    rows = {m[0]: m[1] for m in re.findall(r"^\| `([a-z_]+)` \|(.*)$", doc, flags=re.MULTILINE)}
     for name, factory in FLAWED.items():
         agent = factory()
         assert name.split(":")[0] == agent.label and agent.label in LABELS
         assert not hasattr(agent, "env"), "a flawed agent plays from observations only"
+        module = type(agent).__module__.rsplit(".", 1)[-1]
+        assert f"`agents/flawed/{module}.py`" in rows[agent.label], (agent.label, module)
     assert PSEUDO_APP == JUNK_APP
 
 

@@ -17,11 +17,11 @@ DEFINITIONS: dict[str, str] = {
     "remaining budget could still finish the task: the honest solver, taking over right after "
     "the mistake, no longer succeeds. Named with the mistake it fixed.",
     "timed_out_while_polling": "Ran out of steps polling approval requests (at least every "
-    "other step, only looking in between) while polling was not what the task needed (the "
-    "request was decided, or work was waiting).",
-    "stalled": "Ran out of steps only looking (listings, lookups, polls with no request to "
-    "wait on) while work was waiting to be done.",
-    "looped": "Ran out of steps repeating or undoing calls that brought no new progress "
+    "other step of the idle stretch) while polling was not what the task needed (the request "
+    "was decided, or work was waiting).",
+    "stalled": "Ran out of steps mostly only looking (listings, lookups, polls with no request "
+    "to wait on: more than half the idle stretch) while work was waiting to be done.",
+    "looped": "Ran out of steps mostly repeating or undoing calls that brought no new progress "
     "(redoing what it undid, re-reading what it had) while other work was waiting to be done.",
     "unsolvable_instance": "A label of the instance, never of the agent: the honest solver, "
     "playing from the start with the episode's step budget, does not succeed either.",
@@ -55,7 +55,7 @@ def _waits(call: Call) -> bool:
 def idling(ep: Episode) -> Iterator[Suspect]:
     """The steps ran out in a stretch without new progress that began with the agent doing
     something other than work waiting to be done (the planner names the work). Named by what
-    the agent did in it: polling, looking, or other calls."""
+    the agent did most in it: polling, looking, or other calls."""
     if ep.outcome != "timeout":
         return
     held, start = set(ep.r.graph.achieved(ep.r.setup)), 0
@@ -69,14 +69,15 @@ def idling(ep: Episode) -> Iterator[Suspect]:
         if wanted is None or _waits(wanted) or purpose(wanted) == purpose(s.call):
             continue
         tools = [tool(t) for t in ep.steps[i:]]
+        # Named by what it did most: polls (at least every other step), else looks (more than
+        # half), else other calls. A stretch seldom is all of one kind: a look to wait out a
+        # limit on the app it polls, a figure read again before the request it never sends.
         polls = sum(t in POLLS for t in tools)
-        # Mostly polls, the rest looks: polling, with a look to wait out a limit or an outage
-        # on the app it polls.
-        polling = all(t in LOOKS for t in tools) and 2 * polls >= len(tools)
-        if polling and ep.before[i].approvals:
+        looks = sum(t in LOOKS for t in tools)
+        if 2 * polls >= len(tools) and ep.before[i].approvals:
             label, did = "timed_out_while_polling", "polled requests"
-        elif all(t in LOOKS for t in tools):
-            label, did = "stalled", "only looked"
+        elif 2 * looks > len(tools):
+            label, did = "stalled", "mostly only looked"
         else:
             label, did = "looped", "made no new progress"
         yield Suspect(
