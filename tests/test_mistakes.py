@@ -106,6 +106,7 @@ def test_the_decisive_label_is_each_flaw_and_every_mistake_is_in_the_table():
         assert not t.unseen, (name, t.unseen[:5])
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("style", sorted(STYLES))
 def test_the_flaw_is_named_whatever_the_agent_s_habits_of_work(style: str):
     """The same flaws played by agents with other habits of work (`flawed_styles`): over the
@@ -327,3 +328,16 @@ def test_each_rule_is_one_module_found_by_itself():
     doc = (root / "docs" / "failure_taxonomy.md").read_text()
     for label in LABELS:
         assert f"| `{label}` |" in doc, label
+
+
+if __name__ == "__main__":  # the figures of docs/failure_taxonomy.md ("Measured")
+    import sys
+
+    style = sys.argv[1] if len(sys.argv) > 1 else None
+    tallies = _play_flawed(range(4), style)
+    for name, t in tallies.items():
+        share = t.named / t.failed if t.failed else 1.0
+        print(f"{name:42} failed {t.failed:4}  decisive = flaw {t.named:4} ({share:.1%})", end="")
+        print(f"  flaw made {t.made:4}, named {t.named_made:4}  not in table {len(t.unseen)}")
+    failed, named = sum(t.failed for t in tallies.values()), sum(t.named for t in tallies.values())
+    print(f"all: {named}/{failed} ({named / failed:.1%})")

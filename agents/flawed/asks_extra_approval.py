@@ -8,7 +8,7 @@ from typing import Any
 from companyos.api.models import CompanyOSObservation
 from companyos.domain.honest import Seen
 
-from .base import Flawed, action
+from .base import Flawed, action, look
 
 
 class AsksExtraApproval(Flawed):
@@ -30,13 +30,12 @@ class AsksExtraApproval(Flawed):
             return action(call)
         # The sign-off the policy does not need here: asked first, as for a large order.
         solver.calls[call[0]].pop()  # not made
-        if solver._approver(first) is None:
-            call = solver._lookup(first)
-        else:
-            kind = first
-            params = {"approval_type": kind, "approver": solver._approver(kind)}
-            call = ("approvalflow", "submit_approval", {**params, "data": solver._data(kind, None)})
+        approver = solver._approver(first)
+        if approver is None:
+            return action(look(solver, solver._lookup(first)))
+        params = {"approval_type": first, "approver": approver, "data": solver._data(first, None)}
+        ask = ("approvalflow", "submit_approval", params)
+        sent = look(solver, ask)  # a limit or an outage it was told of, it respects
+        if sent == ask:
             self.mark()
-        solver.last = call
-        solver.calls.setdefault(call[0], []).append(solver.now + 5)
-        return action(call)
+        return action(sent)

@@ -9,7 +9,7 @@ from typing import Any
 from companyos.api.models import CompanyOSObservation
 from companyos.domain.honest import Seen
 
-from .base import Call, Flawed, action
+from .base import Flawed, action, look
 
 
 class PushesThrough(Flawed):
@@ -29,20 +29,15 @@ class PushesThrough(Flawed):
         kind = next((k for k in solver.brief.chain if k in solver.types), None)
         if kind is None:
             return action(call)
-        ask: Call
-        if solver._approver(kind) is None:
-            ask = solver._lookup(kind)
-        else:
-            ask = (
-                "approvalflow",
-                "submit_approval",
-                {
-                    "approval_type": kind,
-                    "approver": solver._approver(kind),
-                    "data": solver._data(kind, None),
-                },
-            )
+        solver.calls[call[0]].pop()  # the decision waits until the request is out
+        approver = solver._approver(kind)
+        if approver is None:
+            return action(look(solver, solver._lookup(kind)))
+        data = solver._data(kind, None)
+        params = {"approval_type": kind, "approver": approver, "data": data}
+        ask = ("approvalflow", "submit_approval", params)
+        sent = look(solver, ask)  # a limit or an outage it was told of, it respects
+        if sent == ask:
             self.pushed = True
             self.mark()
-        solver.last = ask
-        return action(ask)
+        return action(sent)

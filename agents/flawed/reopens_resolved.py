@@ -8,7 +8,7 @@ from typing import Any
 from companyos.api.models import CompanyOSObservation
 from companyos.domain.honest import Seen
 
-from .base import Flawed, action
+from .base import Flawed, action, look
 
 
 class ReopensResolved(Flawed):
@@ -30,9 +30,12 @@ class ReopensResolved(Flawed):
         todo = [t for t in self.resolved if t not in self.reopened]
         if method != "submit_approval" or not todo:
             return action((app, method, params))
-        self.reopened.add(todo[0])
         solver.calls[app].pop()  # not made
-        solver.last = None  # its view keeps the ticket resolved
-        self.mark()
         params = {"ticket_id": todo[0], "field": "status", "value": "in_progress"}
-        return action(("ticketdesk", "update_ticket", params))
+        reopen = ("ticketdesk", "update_ticket", params)
+        sent = look(solver, reopen)  # a limit or an outage it was told of, it respects
+        solver.last = None  # its view keeps the ticket resolved
+        if sent == reopen:
+            self.reopened.add(todo[0])
+            self.mark()
+        return action(sent)

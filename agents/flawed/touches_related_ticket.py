@@ -9,7 +9,7 @@ from typing import Any
 from companyos.api.models import CompanyOSObservation
 from companyos.domain.honest import Call, Seen
 
-from .base import Flawed, action
+from .base import Flawed, action, look
 
 TICKET = re.compile(r"TKT-\d+")
 
@@ -37,6 +37,11 @@ class TouchesRelatedTicket(Flawed):
         copy, self.copy = self.copy, None
         if copy is not None and seen is not None and seen.error is None:
             solver.observe(seen)  # the change went through: now the copy
+            sent = look(solver, copy)  # a limit or an outage it was told of, it respects
+            solver.last = None
+            if sent != copy:
+                self.copy = copy  # next time
+                return action(sent)
             self.done = True
             self.mark()
             return action(copy)
