@@ -1,8 +1,9 @@
 """Leaving a rejected request standing.
 
 Judged from the agent's own order: the agent saw the rejection (a poll of that request, or a
-listing, after it was decided) and then polled it again or went on to request something else as
-if it were approved, or idled to the end; other work first is not a mistake."""
+listing, after it was decided) and then polled it again, went on to request something else as
+if it were approved, stopped (a reply with no tool call), or idled to the end; other work first
+is not a mistake."""
 
 from __future__ import annotations
 
@@ -18,15 +19,15 @@ from companyos.events.types import (
 )
 
 from ...replay import StepRecord
-from ..context import Episode, Suspect, param, text
+from ..context import PSEUDO_APP, Episode, Suspect, param, text
 
 LABEL = "gave_up_after_rejection"
 ORDER = 200
 DEFINITION = (
     "A correct request was rejected by the approver (who asked for it to be escalated); the "
     "agent saw the rejection and polled it again, requested something else as if it were "
-    "approved, or idled to the end, instead of escalating or resubmitting it. Made good by a "
-    "later escalation or resubmission (or an attempt a fault refused)."
+    "approved, stopped, or idled to the end, instead of escalating or resubmitting it. Made "
+    "good by a later escalation or resubmission (or an attempt a fault refused)."
 )
 
 
@@ -91,7 +92,7 @@ def find(ep: Episode) -> Iterator[Suspect]:
                 if seen_at is None:
                     seen_at = j if _sees(t, a) else None
                     continue
-                if _watches(t.call, a) or _moves_on(t.call, a):
+                if _watches(t.call, a) or _moves_on(t.call, a) or t.call.app == PSEUDO_APP:
                     due = j
                     break
             else:
