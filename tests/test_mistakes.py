@@ -111,8 +111,9 @@ def test_the_decisive_label_is_each_flaw_and_every_mistake_is_in_the_table():
 def test_the_flaw_is_named_whatever_the_agent_s_habits_of_work(style: str):
     """The same flaws played by agents with other habits of work (`flawed_styles`): over the
     failed episodes in which the flaw was made, the decisive label is the flaw on at least 90%
-    of them (a slow habit may lose an episode by itself: that names no flaw), and each mistake
-    made is a row at its step."""
+    of them (a slow habit may lose an episode by itself: that names no flaw, or leave a
+    mistake made good too late), and the mistakes made are rows at their steps (all but a
+    few: a habit's own wait between seeing a rejection and giving up moves that row a step)."""
     tallies = _play_flawed(range(1), style, difficulties=(1, 3))
     made = sum(t.made for t in tallies.values())
     named = sum(t.named_made for t in tallies.values())
