@@ -156,12 +156,28 @@ def _decide(ep: Episode, rows: list[Mistake], forks: SimulatedForks, episode_id:
     def wins(k: int) -> bool:
         return k <= last and forks.wins_from(k)
 
+    def looping(m: Mistake) -> Mistake | None:
+        """The idling verdict, when ``m`` is the same mistake the agent had made and made good
+        before: undoing and redoing, the loop lost the episode, not this turn of it."""
+        again = any(
+            r.step < m.step
+            and (r.label, r.evidence) == (m.label, m.evidence)
+            and r.made_good_at is not None
+            and r.made_good_at <= m.step
+            for r in rows
+        )
+        s = next(verdicts.idling(ep), None) if again else None
+        return None if s is None else Mistake(episode_id, s.step, s.label, s.evidence)
+
     for m in rows:
         if m.harmless or not wins(m.step - 1):
             continue  # harmless, or the episode was already lost before it
         if m.made_good_at is not None:
             if wins(m.made_good_at):
                 continue  # made good in time
+            loop = looping(m)
+            if loop is not None:
+                return loop
             return Mistake(
                 episode_id,
                 m.step,
@@ -172,7 +188,7 @@ def _decide(ep: Episode, rows: list[Mistake], forks: SimulatedForks, episode_id:
                 m.made_good_at,
             )
         if not wins(m.step):
-            return _root(rows, m, metrics)
+            return looping(m) or _root(rows, m, metrics)
     for m in rows:
         if not m.harmless and m.made_good_at is None:
             return _root(rows, m, metrics)
