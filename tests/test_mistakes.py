@@ -1,6 +1,7 @@
 """Failure analysis (`projections.mistakes`) against observation-only flawed agents
-(`agents.flawed`): the decisive label is the agent's flaw on at least 90% of their failed
-episodes, and every mistake an agent made is in the table at its step. Then the rules the
+(`agents.flawed`): the decisive label is each agent's flaw on at least 90% of its failed
+episodes, and every mistake an agent made is in the table at its step; the same flaws again,
+played with other habits of work (`flawed_styles`). Then the rules the
 issue was about, on hand-built episodes: a prose reply is not a hallucinated tool, a
 hallucinated tool is made good only by a call doing what it meant, a harmless failed read is
 never decisive, an instance the honest solver cannot solve is labelled as the instance's, and
