@@ -1,6 +1,7 @@
 """Failure analysis (`projections.mistakes`) against observation-only flawed agents
-(`agents.flawed`): the decisive label is the agent's flaw on at least 90% of their failed
-episodes, and every mistake an agent made is in the table at its step. Then the rules the
+(`agents.flawed`): the decisive label is each agent's flaw on at least 90% of its failed
+episodes, and every mistake an agent made is in the table at its step; the same flaws again,
+played with other habits of work (`flawed_styles`). Then the rules the
 issue was about, on hand-built episodes: a prose reply is not a hallucinated tool, a
 hallucinated tool is made good only by a call doing what it meant, a harmless failed read is
 never decisive, an instance the honest solver cannot solve is labelled as the instance's, and
@@ -8,7 +9,8 @@ the honest forks agree with a real honest play."""
 
 from __future__ import annotations
 
-import collections
+import re
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -26,8 +28,10 @@ from companyos.events.types import FaultInjected
 from companyos.projections.forks import SimulatedForks
 from companyos.projections.mistakes import LABELS, RULES, Mistake, analyse, decisive, mistakes
 from companyos.projections.mistakes.context import PSEUDO_APP
+from companyos.projections.mistakes.verdicts import IDLING
 from companyos.projections.replay import replay
 
+from .flawed_styles import STYLES, styled
 from .helpers import main_ticket, td, update
 
 FAILED = ("failure", "timeout", "abandoned")
@@ -45,47 +49,89 @@ def _row_label(agent: Flawed) -> str:
     return "invalid_params" if agent.label == "fixed_too_late" else agent.label
 
 
-def _play_flawed(seeds: range) -> tuple[collections.Counter[str], list[str], list[str]]:
-    """Plays every flawed agent on every family and difficulty for ``seeds``: failed episodes
-    per agent, the misses (decisive label not the flaw), and mistakes not found at their step."""
+@dataclass
+class Tally:
+    """One flawed agent's failed episodes, and how the analysis named them."""
+
+    failed: int = 0
+    named: int = 0
+    """Failed episodes whose decisive label is the flaw."""
+    made: int = 0
+    """Failed episodes in which it made its mistake (step rules; the idlers always do)."""
+    named_made: int = 0
+    wrong: list[str] = field(default_factory=list)
+    unseen: list[str] = field(default_factory=list)
+    """Mistakes it made that are not in the table at their step."""
+
+
+def _play_flawed(
+    seeds: range, style: str | None = None, difficulties: tuple[int, ...] = (0, 1, 2, 3)
+) -> dict[str, Tally]:
+    """Plays every flawed agent (on the solver of ``style``, if any) on every family and
+    difficulty for ``seeds``: per agent, its failed episodes and how they were named."""
     env = CompanyOSEnvironment()
-    failed: collections.Counter[str] = collections.Counter()
-    wrong: list[str] = []
-    unseen: list[str] = []
+    tallies: dict[str, Tally] = {}
     for name, factory in FLAWED.items():
-        agent = factory()
+        agent = (styled(factory, style) if style else factory)()
+        t = tallies[name] = Tally()
         for seed in seeds:
-            for difficulty in (0, 1, 2, 3):
+            for difficulty in difficulties:
                 for family in FAMILY_NAMES:
                     r = play(env, agent, seed=seed, task_id=family, difficulty=difficulty)
                     if r.outcome == "success":
                         continue
                     records = env.store.read(r.episode_id)
                     found = analyse(records)
-                    failed[name] += 1
+                    made = bool(agent.made) or agent.label in IDLING
+                    right = found.label == agent.label
+                    t.failed += 1
+                    t.named += right
+                    t.made += made
+                    t.named_made += made and right
                     where = f"{name} on {family}-d{difficulty}-s{seed}"
-                    if found.label != agent.label:
-                        wrong.append(f"{where}: {found.decisive}")
+                    if not right:
+                        t.wrong.append(f"{where}: {found.decisive}")
                     at = {m.step for m in found.mistakes if m.label == _row_label(agent)}
                     refused = set() if agent.counts_refused else _refused(records)
-                    unseen += [f"{where} step {s}" for s in agent.made if s not in at | refused]
-    return failed, wrong, unseen
+                    t.unseen += [f"{where} step {s}" for s in agent.made if s not in at | refused]
+    return tallies
 
 
-def test_the_decisive_label_is_the_flaw_and_every_mistake_is_in_the_table():
-    failed, wrong, unseen = _play_flawed(range(1))
-    assert set(failed) == set(FLAWED), "every flawed agent fails somewhere"
-    total = sum(failed.values())
-    accuracy = 1 - len(wrong) / total
-    assert accuracy >= 0.9, (accuracy, wrong[:10])
-    assert not unseen, unseen[:10]
+def test_the_decisive_label_is_each_flaw_and_every_mistake_is_in_the_table():
+    """Each flawed agent on its own: the decisive label is its flaw on at least 90% of its
+    failed episodes, and each mistake it made is a row at its step."""
+    tallies = _play_flawed(range(1))
+    assert {n for n, t in tallies.items() if t.failed} == set(FLAWED), "each fails somewhere"
+    for name, t in tallies.items():
+        assert t.named >= 0.9 * t.failed, (name, t.named, t.failed, t.wrong[:5])
+        assert not t.unseen, (name, t.unseen[:5])
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("style", sorted(STYLES))
+def test_the_flaw_is_named_whatever_the_agent_s_habits_of_work(style: str):
+    """The same flaws played by agents with other habits of work (`flawed_styles`): over the
+    failed episodes in which the flaw was made, the decisive label is the flaw on at least 90%
+    of them (a slow habit may lose an episode by itself: that names no flaw, or leave a
+    mistake made good too late), and the mistakes made are rows at their steps (all but a
+    few: a habit's own wait between seeing a rejection and giving up moves that row a step)."""
+    tallies = _play_flawed(range(1), style, difficulties=(1, 3))
+    made = sum(t.made for t in tallies.values())
+    named = sum(t.named_made for t in tallies.values())
+    assert made > 100 and named >= 0.9 * made, (named, made)
+    unseen = [u for t in tallies.values() for u in t.unseen]
+    assert len(unseen) <= 0.02 * made, unseen[:10]
 
 
 def test_every_flaw_is_a_documented_label_and_agents_see_only_observations():
+    doc = (Path(__file__).resolve().parents[1] / "docs" / "failure_taxonomy.md").read_text()
+    rows = {m[0]: m[1] for m in re.findall(r"^\| `([a-z_]+)` \|(.*)$", doc, flags=re.MULTILINE)}
     for name, factory in FLAWED.items():
         agent = factory()
         assert name.split(":")[0] == agent.label and agent.label in LABELS
         assert not hasattr(agent, "env"), "a flawed agent plays from observations only"
+        module = type(agent).__module__.rsplit(".", 1)[-1]
+        assert f"`agents/flawed/{module}.py`" in rows[agent.label], (agent.label, module)
     assert PSEUDO_APP == JUNK_APP
 
 
@@ -284,3 +330,16 @@ def test_each_rule_is_one_module_found_by_itself():
     doc = (root / "docs" / "failure_taxonomy.md").read_text()
     for label in LABELS:
         assert f"| `{label}` |" in doc, label
+
+
+if __name__ == "__main__":  # the figures of docs/failure_taxonomy.md ("Measured")
+    import sys
+
+    style = sys.argv[1] if len(sys.argv) > 1 else None
+    tallies = _play_flawed(range(4), style)
+    for name, t in tallies.items():
+        share = t.named / t.failed if t.failed else 1.0
+        print(f"{name:42} failed {t.failed:4}  decisive = flaw {t.named:4} ({share:.1%})", end="")
+        print(f"  flaw made {t.made:4}, named {t.named_made:4}  not in table {len(t.unseen)}")
+    failed, named = sum(t.failed for t in tallies.values()), sum(t.named for t in tallies.values())
+    print(f"all: {named}/{failed} ({named / failed:.1%})")

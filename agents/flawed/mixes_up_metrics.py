@@ -33,12 +33,12 @@ class MixesUpMetrics(Flawed):
                 seen = None
         call = self.honest(seen)
         _, method, params = call
-        if method == "refresh_data" and solver.brief.rule is None:
+        if method in ("refresh_data", "query_metric") and solver.brief.rule is None:
             meant = str(params["metric_name"])
             other = self._neighbour(meant)
-            if other is not None:
+            if other is not None:  # whichever way it reads, it reads the wrong row
                 self.swapped[meant] = other
-                call = ("datahub", "refresh_data", {"metric_name": other})
+                call = ("datahub", method, {"metric_name": other})
         elif method == "submit_approval" and self._carries_swapped(params):
             self.mark()
         self.last = call

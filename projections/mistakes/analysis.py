@@ -83,15 +83,46 @@ def _rows(ep: Episode, episode_id: str) -> list[tuple[Suspect, Mistake]]:
     ]
 
 
+STOPS = frozenset({"no_tool_call"})
+"""Labels of an agent stopping work (a reply with no call), which name no object."""
+OWED = frozenset({"gave_up_after_rejection"})
+"""Labels of an answer owed and not given: stopping while one stands is that mistake."""
+
+FAILED_CALLS = frozenset({"hallucinated_tool", "invalid_params", "no_retry_after_fault"})
+"""Labels of a call that did not do its work: one that meant to read a figure leaves the
+agent acting on a figure it never read."""
+
 OBJECT = re.compile(r"\b(TKT-\d+|APR-\d+)\b")
-"""Objects a mistake's evidence names (tickets, requests): what ties a symptom to its cause."""
+"""Objects a mistake's evidence names (tickets, requests; metrics by name): what ties a symptom
+to its cause."""
 
 
-def _root(rows: list[Mistake], found: Mistake) -> Mistake:
-    """The cause of ``found``: an earlier mistake on the same ticket or request that was still
-    unrepaired when ``found`` was made (a change a fault refused and never retried shows up
-    later as a request on an unready ticket; the symptom is not the mistake)."""
-    objects = set(OBJECT.findall(found.evidence))
+def _objects(evidence: str, metrics: frozenset[str]) -> set[str]:
+    """The tickets, requests and metrics an evidence names."""
+    named = set(OBJECT.findall(evidence))
+    return named | {
+        m for m in metrics if re.search(rf"(?<![\w.]){re.escape(m)}(?![\w.])", evidence)
+    }
+
+
+def _root(rows: list[Mistake], found: Mistake, metrics: frozenset[str]) -> Mistake:
+    """The cause of ``found``: an earlier mistake on the same ticket, request or metric that
+    was still unrepaired when ``found`` was made (a change a fault refused and never retried
+    shows up later as a request on an unready ticket, a figure read with a tool that does not
+    exist as a request on a figure never read; the symptom is not the mistake), or, for a reply
+    with no tool call, a rejection it had seen and left unanswered."""
+    objects = _objects(found.evidence, metrics)
+    if found.label in STOPS:
+        # A reply without a tool call names nothing: while a rejection the agent had seen
+        # stood unanswered, stopping is how it left it standing.
+        standing = [
+            m
+            for m in rows
+            if m.step <= found.step
+            and m.label in OWED
+            and (m.made_good_at is None or m.made_good_at > found.step)
+        ]
+        return standing[0] if standing else found
     if not objects:
         return found
     for m in rows:
@@ -100,7 +131,9 @@ def _root(rows: list[Mistake], found: Mistake) -> Mistake:
         if m.harmless or m.label == found.label:
             continue
         unrepaired = m.made_good_at is None or m.made_good_at > found.step
-        if unrepaired and objects & set(OBJECT.findall(m.evidence)):
+        # A metric ties a symptom only to a call that failed to read it.
+        theirs = _objects(m.evidence, metrics if m.label in FAILED_CALLS else frozenset())
+        if unrepaired and objects & theirs:
             return m
     return found
 
@@ -118,9 +151,23 @@ def _decide(ep: Episode, rows: list[Mistake], forks: SimulatedForks, episode_id:
             f"{info.difficulty} from the start within {info.max_steps} steps",
         )
     last = forks.forkable.stop - 1
+    metrics = frozenset(ep.final.metrics)
 
     def wins(k: int) -> bool:
         return k <= last and forks.wins_from(k)
+
+    def looping(m: Mistake) -> Mistake | None:
+        """The idling verdict, when ``m`` is the same mistake the agent had made and made good
+        before: undoing and redoing, the loop lost the episode, not this turn of it."""
+        again = any(
+            r.step < m.step
+            and (r.label, r.evidence) == (m.label, m.evidence)
+            and r.made_good_at is not None
+            and r.made_good_at <= m.step
+            for r in rows
+        )
+        s = next(verdicts.idling(ep), None) if again else None
+        return None if s is None else Mistake(episode_id, s.step, s.label, s.evidence)
 
     for m in rows:
         if m.harmless or not wins(m.step - 1):
@@ -128,6 +175,9 @@ def _decide(ep: Episode, rows: list[Mistake], forks: SimulatedForks, episode_id:
         if m.made_good_at is not None:
             if wins(m.made_good_at):
                 continue  # made good in time
+            loop = looping(m)
+            if loop is not None:
+                return loop
             return Mistake(
                 episode_id,
                 m.step,
@@ -138,10 +188,10 @@ def _decide(ep: Episode, rows: list[Mistake], forks: SimulatedForks, episode_id:
                 m.made_good_at,
             )
         if not wins(m.step):
-            return _root(rows, m)
+            return looping(m) or _root(rows, m, metrics)
     for m in rows:
         if not m.harmless and m.made_good_at is None:
-            return _root(rows, m)
+            return _root(rows, m, metrics)
     s = next(verdicts.idling(ep), None) or verdicts.fallback(ep)
     return Mistake(episode_id, s.step, s.label, s.evidence)
 

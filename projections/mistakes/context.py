@@ -27,7 +27,10 @@ from companyos.domain.model import (
 from companyos.events.types import (
     ActionRejected,
     ApprovalSubmitted,
+    FaultInjected,
     InvalidAction,
+    MetricQueried,
+    MetricRefreshed,
     TicketUpdated,
 )
 
@@ -111,9 +114,11 @@ def find_metric(world: World, name: Any) -> Metric | None:
 
 
 def understood(s: StepRecord) -> bool:
-    """The call got past validation: no invalid action, no argument that named nothing."""
+    """The call got past validation: it reached the app (no fault refused it before it was
+    read), with no invalid action and no argument that named nothing."""
     return not any(
-        isinstance(e, InvalidAction) or (isinstance(e, ActionRejected) and e.code in BAD_REFERENCE)
+        isinstance(e, InvalidAction | FaultInjected)
+        or (isinstance(e, ActionRejected) and e.code in BAD_REFERENCE)
         for e in s.events
     )
 
@@ -212,6 +217,7 @@ class Episode:
         self._collateral: dict[int, frozenset[str]] = {}
         self._requests: list[Request] | None = None
         self._asked: list[frozenset[str]] | None = None
+        self._read: list[frozenset[str]] | None = None
 
     # ------------------------------------------------------------------ walking
 
@@ -255,6 +261,19 @@ class Episode:
                 self._asked.append(frozenset(asked))
         return self._asked[upto] if self._asked else frozenset()
 
+    def read_before(self, i: int) -> frozenset[str]:
+        """Metrics the agent had read (queried or refreshed, stale or not) before step index
+        ``i``: a figure it never read did not come from DataHub at all."""
+        if self._read is None:
+            read: set[str] = set()
+            self._read = []
+            for s in self.steps:
+                self._read.append(frozenset(read))
+                read |= {
+                    e.metric for e in s.events if isinstance(e, MetricQueried | MetricRefreshed)
+                }
+        return self._read[i] if 0 <= i < len(self._read) else frozenset()
+
     # ------------------------------------------------------------------ data
 
     def data_defects(
@@ -275,6 +294,16 @@ class Episode:
                 else:
                     why = f"{name} could not be read yet: access to {m.dataset!r} was not granted"
                     out.append(("skipped_data_read", name, why))
+            elif m.stale(at) and name not in self.read_before(i):
+                # Not the stale value trusted: no value read at all (the figure is the agent's).
+                out.append(
+                    (
+                        "skipped_data_read",
+                        name,
+                        f"{name} was never read (DataHub serves a stale {m.value:g}; the record "
+                        f"says {m.true_value:g})",
+                    )
+                )
             elif m.stale(at):
                 hours = m.age(at) // 60
                 out.append(
@@ -399,6 +428,7 @@ class Episode:
         of metrics, not a wrong number), by data key."""
         out: dict[str, str] = {}
         metrics = self.before[i].metrics
+        seen = self.read_before(i)  # a figure is copied from a metric the agent had read
         for f in atype.fields:
             if f.kind != "metric" or not f.metric or f.key not in a.evidence.mismatched:
                 continue
@@ -407,7 +437,7 @@ class Episode:
             if shown is None or (right is not None and shown in (right.value, right.true_value)):
                 continue  # the right metric's figure (stale or not): not a mix-up
             for name, m in metrics.items():
-                if name != f.metric and shown in (m.value, m.true_value):
+                if name != f.metric and name in seen and shown in (m.value, m.true_value):
                     out[f.key] = f"{f.key}={shown:g} is {name}, not {f.metric}"
                     break
         return out
@@ -503,7 +533,8 @@ class Episode:
         """A request of a type the task does not need, when more than collateral damage: in a
         decision task whose rule says decline or flag, pushing it through (or the bad data it
         rested on); elsewhere, a request that looked needed only on stale data (a stale
-        threshold asking for a sign-off the record does not) or on another metric's figure.
+        threshold asking for a sign-off the record does not), on a figure never read, or on
+        another metric's figure.
         None: plain collateral."""
         s, c = self.steps[i], self.goal.criterion
         atype = self.before[i].approval_types.get(a.approval_type)
@@ -517,7 +548,13 @@ class Episode:
         fields = [f.metric for f in atype.fields if f.metric] if atype is not None else []
         defects = self.data_defects(i, ev.metrics, ev.at, [*self.goal.metrics, *fields])
         if not pushed:
-            defects = [d for d in defects if d[0] == "used_stale_data"]
+            # Data it should not have trusted: a stale figure, or one it never read.
+            unread = self.read_before(i)
+            defects = [
+                d
+                for d in defects
+                if d[0] == "used_stale_data" or (d[0] == "skipped_data_read" and d[1] not in unread)
+            ]
             mixed = self._mixed_up_figures(i, a, atype) if atype is not None else {}
             if mixed:  # it looked called for only on another metric's figure
                 why = "; ".join(mixed.values())
@@ -541,6 +578,44 @@ class Episode:
             f"{self.goal.decision}",
         )
 
+    def misled_change(self, i: int, item: str) -> Suspect | None:
+        """A change to the task's ticket in a decision task whose rule says no: the approving
+        branch's ticket work, begun anyway. On bad data (a stale, unread or inaccessible
+        figure) it is the data mistake it rests on; on sound data, pushing the infeasible
+        through. Made good when the change is put back. None: not such a change."""
+        if not self.decision_task or self.main.resolution is None:
+            return None
+        if not item.startswith(f"{self.main.ticket_id}."):
+            return None
+
+        def put_back() -> int | None:
+            return self.first_after(i, lambda t: item not in self.collateral(t.step - 1))
+
+        world = self.before[i]
+        defects = self.data_defects(i, world.metrics, world.clock, self.goal.metrics)
+        if not defects:
+            return Suspect(
+                "pushed_infeasible_through",
+                self.steps[i].step,
+                f"set {item}, which only the approving branch calls for, where the task's rule "
+                f"says {self.goal.decision}",
+                put_back,
+            )
+        label, _, why = defects[0]
+        return Suspect(
+            label,
+            self.steps[i].step,
+            f"set {item}, which only the approving branch calls for, although {why}",
+            put_back,
+        )
+
+    def changes(self) -> Iterator[tuple[int, StepRecord, TicketUpdated, str]]:
+        """Ticket changes that did collateral damage (as ``ticket.field``), decisions aside."""
+        for i, s, e in self.ticket_updates():
+            item = f"{e.ticket_id}.{e.field}"
+            if not self.is_decision(e) and item in self.collateral(i) - self.collateral(i - 1):
+                yield i, s, e, item
+
     def data_mistakes(self, label: str) -> Iterator[Suspect]:
         """Every act that rested on bad data, as ``label`` (a data label) says: requests,
         decisions, and requests pushed through a decision task."""
@@ -553,3 +628,7 @@ class Episode:
                 found = self.unwanted_request(req.i, req.approval)
                 if found is not None and found.label == label:
                     yield found
+        for i, _, _, item in self.changes():
+            found = self.misled_change(i, item)
+            if found is not None and found.label == label:
+                yield found

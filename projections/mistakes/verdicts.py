@@ -9,6 +9,7 @@ from __future__ import annotations
 from collections.abc import Iterator
 
 from companyos.domain.oracle import WAIT, Call, plan
+from companyos.events.types import FaultInjected
 
 from .context import Episode, Suspect, purpose, tool
 
@@ -16,8 +17,9 @@ DEFINITIONS: dict[str, str] = {
     "fixed_too_late": "A mistake that was made good, but only after the point where the "
     "remaining budget could still finish the task: the honest solver, taking over right after "
     "the mistake, no longer succeeds. Named with the mistake it fixed.",
-    "timed_out_while_polling": "Ran out of steps polling approval requests while polling was "
-    "not what the task needed (the request was decided, or work was waiting).",
+    "timed_out_while_polling": "Ran out of steps polling approval requests (at least every "
+    "other step, only looking in between) while polling was not what the task needed (the "
+    "request was decided, or work was waiting).",
     "stalled": "Ran out of steps only looking (listings, lookups, polls with no request to "
     "wait on) while work was waiting to be done.",
     "looped": "Ran out of steps repeating or undoing calls that brought no new progress "
@@ -42,6 +44,7 @@ LOOKS = POLLS | {
     ("datahub", "get_approver"),
     ("approvalflow", "list_approval_types"),
 }
+READS_DATA = frozenset({"query_metric", "refresh_data"})
 IDLE_RUN = 3
 """Looks, from the first made while work was waiting to the end, that make "ran out of steps
 idling" (fewer are just the last few steps of an episode cut short)."""
@@ -54,7 +57,7 @@ def _waits(call: Call) -> bool:
 def idling(ep: Episode) -> Iterator[Suspect]:
     """The steps ran out in a stretch without new progress that began with the agent doing
     something other than work waiting to be done (the planner names the work). Named by what
-    the agent did in it: polling, looking, or other calls."""
+    the agent kept doing in it: polling, looking, or other calls."""
     if ep.outcome != "timeout":
         return
     held, start = set(ep.r.graph.achieved(ep.r.setup)), 0
@@ -68,9 +71,24 @@ def idling(ep: Episode) -> Iterator[Suspect]:
         if wanted is None or _waits(wanted) or purpose(wanted) == purpose(s.call):
             continue
         tools = [tool(t) for t in ep.steps[i:]]
-        if all(t in POLLS for t in tools) and ep.before[i].approvals:
+        # Named by what it kept doing: the calls from the first one it came back to (one-off
+        # calls before, such as a lookup or a figure read again before a request it never
+        # sends, are not how it idled): polling (at least every other step; a look to wait out
+        # a limit on the app it polls), only looking, or other calls.
+        purposes = [  # a call a fault refused did not happen: its retry is no return to it;
+            # a figure read again (queried, then refreshed) is work, not a return either
+            None
+            if t.call.method in READS_DATA or any(isinstance(e, FaultInjected) for e in t.events)
+            else purpose(t.call)
+            for t in ep.steps[i:]
+        ]
+        k = next((j for j, p in enumerate(purposes) if p and p in purposes[j + 1 :]), 0)
+        kept = tools[k:]
+        polls = sum(t in POLLS for t in kept)
+        looks = all(t in LOOKS for t in kept)
+        if looks and 2 * polls >= len(kept) and ep.before[i].approvals:
             label, did = "timed_out_while_polling", "polled requests"
-        elif all(t in LOOKS for t in tools):
+        elif looks:
             label, did = "stalled", "only looked"
         else:
             label, did = "looped", "made no new progress"

@@ -1,8 +1,9 @@
 """Leaving a rejected request standing.
 
 Judged from the agent's own order: the agent saw the rejection (a poll of that request, or a
-listing, after it was decided) and then polled it again or went on to request something else as
-if it were approved, or idled to the end; other work first is not a mistake."""
+listing, after it was decided) and then polled it again, went on to request something else as
+if it were approved, stopped (a reply with no tool call), or idled to the end; other work first
+is not a mistake."""
 
 from __future__ import annotations
 
@@ -18,15 +19,15 @@ from companyos.events.types import (
 )
 
 from ...replay import StepRecord
-from ..context import Episode, Suspect, param, text
+from ..context import PSEUDO_APP, Episode, Suspect, param, text
 
 LABEL = "gave_up_after_rejection"
 ORDER = 200
 DEFINITION = (
     "A correct request was rejected by the approver (who asked for it to be escalated); the "
     "agent saw the rejection and polled it again, requested something else as if it were "
-    "approved, or idled to the end, instead of escalating or resubmitting it. Made good by a "
-    "later escalation or resubmission (or an attempt a fault refused)."
+    "approved, stopped, or idled to the end, instead of escalating or resubmitting it. Made "
+    "good by a later escalation or resubmission (or an attempt a fault refused)."
 )
 
 
@@ -42,7 +43,11 @@ def _answers(ep: Episode, call: Any, a: Approval) -> bool:
     return a.approval_type != "data_access" or dataset == ep.dataset(a)
 
 
-def _sees(call: Any, a: Approval) -> bool:
+def _sees(t: StepRecord, a: Approval) -> bool:
+    """The call showed the request's status (a call a fault refused showed nothing)."""
+    call = t.call
+    if any(isinstance(x, FaultInjected) for x in t.events):
+        return False
     if call.method == "list_approvals":
         return True
     return call.method == "check_status" and text(param(call, "approval_id")).upper() == (
@@ -79,15 +84,15 @@ def find(ep: Episode) -> Iterator[Suspect]:
             a = s.world.approvals.get(e.approval_id)
             if a is None:
                 continue
-            seen_at = i if _sees(s.call, a) else None
+            seen_at = i if _sees(s, a) else None
             due: int | None = None
             for j, t in ep.later(i):
                 if _answers(ep, t.call, a):
                     break
                 if seen_at is None:
-                    seen_at = j if _sees(t.call, a) else None
+                    seen_at = j if _sees(t, a) else None
                     continue
-                if _watches(t.call, a) or _moves_on(t.call, a):
+                if _watches(t.call, a) or _moves_on(t.call, a) or t.call.app == PSEUDO_APP:
                     due = j
                     break
             else:

@@ -59,9 +59,12 @@ def find(ep: Episode) -> Iterator[Suspect]:
         if s.call.app == PSEUDO_APP:
             continue  # no tool named at all: `no_tool_call`
         if any(isinstance(e, InvalidAction) and e.code == "unknown_tool" for e in s.events):
+            about = ", ".join(o for key in OBJECTS if (o := _object(s.call, key)))
             yield Suspect(
                 LABEL,
                 s.step,
-                f"called {s.call.app}.{s.call.method}, which does not exist",
+                f"called {s.call.app}.{s.call.method}"
+                + (f" (for {about})" if about else "")
+                + ", which does not exist",
                 lambda i=i, s=s: ep.first_after(i, lambda t: does_what_it_meant(s, t)),
             )

@@ -11,6 +11,7 @@ from __future__ import annotations
 from collections.abc import Iterator
 from typing import Any
 
+from companyos.domain.model import normalize_ticket_id
 from companyos.events.types import ApprovalSubmitted, FaultInjected
 
 from ...replay import StepRecord
@@ -21,8 +22,9 @@ ORDER = 50
 DEFINITION = (
     "A call that would have changed the world was refused by the service (transient fault, "
     "rate limit, outage) and, in the agent's own order of work, was not made again when it "
-    "came back to that service or went on to work that depended on it. Made good by a later "
-    "call for the same purpose."
+    "came back to that service or went on to work that depended on it (a refused ticket "
+    "change the task does not call for is owed nothing). Made good by a later call for the "
+    "same purpose."
 )
 
 
@@ -37,10 +39,27 @@ def _faulted(s: StepRecord) -> bool:
     return any(isinstance(e, FaultInjected) for e in s.events)
 
 
+def _uncalled_for(ep: Episode, i: int, call: Any) -> bool:
+    """A ticket change the task does not call for (on another ticket, or taking a task
+    ticket off its goal): refused, it is owed no retry."""
+    if call.method != "update_ticket":
+        return False
+    tid = normalize_ticket_id(text(param(call, "ticket_id")))
+    tg, t = ep.wanted.get(tid), ep.before[i].tickets.get(tid)
+    if tg is None or t is None:
+        return True
+    field, value = text(param(call, "field")).lower(), param(call, "value")
+    if field == "status":
+        return t.status == tg.status and value != tg.status
+    if field == "verified":
+        return tg.verify and t.verified and str(value).lower() == "false"
+    return False
+
+
 def find(ep: Episode) -> Iterator[Suspect]:
     for i, s in enumerate(ep.steps):
         fault = next((e for e in s.events if isinstance(e, FaultInjected)), None)
-        if fault is None or s.call.method not in EFFECTFUL:
+        if fault is None or s.call.method not in EFFECTFUL or _uncalled_for(ep, i, s.call):
             continue
         aim = purpose(s.call)
         escalated = text(param(s.call, "approval_id")).upper()

@@ -5,9 +5,17 @@ another metric's figure, or an escalation of a request that was not the rejected
 from __future__ import annotations
 
 from collections.abc import Iterator
+from typing import Any
 
-from companyos.domain.model import normalize_ticket_id
-from companyos.events.types import ActionRejected, ApprovalEscalated, FaultInjected
+from companyos.domain import goals
+from companyos.domain.model import Ticket, normalize_ticket_id
+from companyos.events.types import (
+    ActionRejected,
+    ApprovalEscalated,
+    FaultInjected,
+    TicketGoal,
+    TicketUpdated,
+)
 
 from ..context import Episode, Suspect, param, text, understood
 
@@ -35,6 +43,51 @@ def asked_of_task(ep: Episode, field: str) -> bool:
     return field == "resolution" and ep.decision_task
 
 
+def _asks(tg: TicketGoal, field: str, value: Any) -> bool:
+    """The task asks ``field`` of ``tg``'s ticket, with ``value`` as one that would do."""
+    if field in tg.fields:
+        return goals.value_ok(value, tg.fields[field])
+    if field == "verified":
+        return tg.verify and value is True
+    if field == "status":
+        return value == tg.status or (tg.unblock and value != "blocked")
+    return False
+
+
+def _done(t: Ticket | None, tg: TicketGoal, field: str) -> bool:
+    if field in tg.fields:
+        return goals.field_ok(t, tg, field)
+    if field == "verified":
+        return goals.verified(t)
+    return goals.status_ok(t, tg) if tg.status is not None else goals.unblocked(t)
+
+
+def done_on_task(ep: Episode, i: int, field: str, value: Any) -> bool:
+    """Before step index ``i``, the agent had itself set ``field`` on the task's tickets, and
+    every task ticket the value would do for had it done: setting it on another ticket too is
+    extra work (collateral damage), not the task's work on the wrong ticket."""
+    asked = {tg.ticket_id: tg for tg in ep.goal.tickets if _asks(tg, field, value)}
+    if not asked:
+        return False
+    own = any(
+        isinstance(e, TicketUpdated) and e.ticket_id in asked and e.field == field
+        for s in ep.steps[:i]
+        for e in s.events
+    )
+    world = ep.before[i]
+    return own and all(_done(world.tickets.get(t), tg, field) for t, tg in asked.items())
+
+
+def mixed_up(ep: Episode, i: int, e: TicketUpdated) -> bool:
+    """A change at step index ``i`` on another ticket than the task's is the task's work done
+    on the wrong ticket."""
+    return (
+        e.ticket_id not in ep.wanted
+        and asked_of_task(ep, e.field)
+        and not done_on_task(ep, i, e.field, e.new)
+    )
+
+
 def find(ep: Episode) -> Iterator[Suspect]:
     for i, s in enumerate(ep.steps):
         call = s.call
@@ -44,6 +97,8 @@ def find(ep: Episode) -> Iterator[Suspect]:
         field = text(param(call, "field")).lower()
         if tid in ep.wanted or tid not in ep.before[i].tickets or not asked_of_task(ep, field):
             continue
+        if any(isinstance(e, TicketUpdated) and not mixed_up(ep, i, e) for e in s.events):
+            continue  # a copy of work it had done on the task's tickets: collateral damage
         if any(isinstance(e, FaultInjected) for e in s.events):
             continue
         item = f"{tid}.{field}"
