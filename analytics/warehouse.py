@@ -29,6 +29,7 @@ import os
 import time
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from concurrent.futures import Future, ProcessPoolExecutor
+from concurrent.futures.process import BrokenProcessPool
 from contextlib import AbstractContextManager, contextmanager, nullcontext, suppress
 from dataclasses import dataclass
 from datetime import UTC, datetime
@@ -254,6 +255,8 @@ class Deriver:
         self._memo: dict[tuple[str, int], Derived] = {}
         self.derived = 0
         self.reused = 0
+        self.stolen = 0
+        """Chunks queued for the workers that this process derived itself (none had started)."""
 
     def __call__(self, rows: Sequence[RawEvent]) -> Derived:
         key = (rows[-1].hash, len(rows))
@@ -274,22 +277,39 @@ class Deriver:
         for key, rows in zip(keys, streams, strict=True):
             if key not in self._memo and key not in todo:
                 todo[key] = rows
-        if pool is None or len(todo) < pool.min_streams:
+        if pool is None or pool.broken or len(todo) < pool.min_streams:
             fresh = {key: self._derive(key, rows) for key, rows in todo.items()}
             return lambda: self._assemble(streams, keys, fresh)
-        # The workers take their shares; this process derives one share itself in finish()
-        # (it would only wait otherwise).
+        # The page is cut into small chunks, all queued for the workers, which take them from
+        # the front. This process, once it has appended the page's events and read the next
+        # page, takes back from the end every chunk no worker has started and derives it
+        # itself: the shares balance whatever the cores are doing.
         items = list(todo.items())
-        mine = items[: len(items) // (pool.workers + 1)]
-        futures = pool.submit([rows for _, rows in items[len(mine) :]])
+        chunks = pool.chunks(len(items))
+        futures = pool.submit([[rows for _, rows in items[a:b]] for a, b in chunks])
 
         def finish() -> list[Derived]:
-            fresh = {key: self._derive(key, rows) for key, rows in mine}
-            done = [d for f in futures for d in f.result()]
-            for (key, _), d in zip(items[len(mine) :], done, strict=True):
-                self.derived += 1
-                self._remember(key, d)
-                fresh[key] = d
+            fresh: dict[tuple[str, int], Derived] = {}
+            taken = len(chunks)
+            while taken > 0 and futures[taken - 1].cancel():
+                taken -= 1
+                a, b = chunks[taken]
+                for key, rows in items[a:b]:
+                    fresh[key] = self._derive(key, rows)
+            for (a, b), future in zip(chunks[:taken], futures[:taken], strict=True):
+                try:
+                    done = future.result()
+                except BrokenProcessPool:
+                    # A worker died (killed, or it could not start: see `default_workers`):
+                    # this chunk and every later page are derived here.
+                    pool.broken = True
+                    done = [self._derive(key, rows) for key, rows in items[a:b]]
+                    self.derived -= len(done)  # counted once, below
+                for (key, _), d in zip(items[a:b], done, strict=True):
+                    self.derived += 1
+                    self._remember(key, d)
+                    fresh[key] = d
+            self.stolen += len(chunks) - taken
             return self._assemble(streams, keys, fresh)
 
         return finish
@@ -349,11 +369,21 @@ def _ready() -> bool:
     return True
 
 
+def _cpus() -> int:
+    """The CPUs this process may run on (its affinity, where the system says)."""
+    try:
+        return len(os.sched_getaffinity(0))
+    except AttributeError:  # pragma: no cover - not Linux
+        return os.cpu_count() or 1
+
+
 def default_workers() -> int:
-    """Worker processes for deriving, besides this one: ``COMPANYOS_ANALYTICS_WORKERS`` if set,
-    else none (derive in this process). Workers pay off only with idle cores: each stream's
-    events go to a worker and its rows come back pickled, so on a machine whose cores are busy
-    anyway a page takes longer, not shorter (`bench/analytics.py` measures both)."""
+    """Worker processes for deriving, besides this one: ``COMPANYOS_ANALYTICS_WORKERS`` if set
+    (0: derive in this process only), else one per CPU but this process's (none on one CPU).
+    Deriving is CPU-bound Python, so a second core nearly halves a load; each stream's events
+    go to a worker and its rows come back pickled, and this process takes back the chunks no
+    worker has started, so on a machine whose cores are all busy a load costs a little more CPU
+    than in one process, not much more wall time (`bench/analytics.py` measures both)."""
     value = os.environ.get("COMPANYOS_ANALYTICS_WORKERS")
     if value is not None:
         try:
@@ -362,7 +392,7 @@ def default_workers() -> int:
             raise ValueError(
                 f"COMPANYOS_ANALYTICS_WORKERS={value!r}: expected a whole number (0: none)"
             ) from None
-    return 0
+    return max(0, _cpus() - 1)
 
 
 class DerivePool:
@@ -373,17 +403,28 @@ class DerivePool:
     below ``min_streams`` distinct streams a page is derived in the parent (a catch-up of a
     few episodes is not worth the round trip)."""
 
-    def __init__(self, workers: int, min_streams: int = 100) -> None:
+    def __init__(
+        self, workers: int, min_streams: int = 100, per_process: int = 8, min_chunk: int = 4
+    ) -> None:
         self.workers = workers
         self.min_streams = min_streams
+        self.per_process = per_process
+        self.min_chunk = min_chunk
+        self.broken = False
+        """A worker died: the pool is no longer used (pages are derived in this process)."""
         self._executor: ProcessPoolExecutor | None = None
 
-    def submit(self, streams: list[Sequence[RawEvent]]) -> list[Future[list[Derived]]]:
+    def chunks(self, n: int) -> list[tuple[int, int]]:
+        """``n`` streams cut into (start, end) chunks: several per process, so that whoever
+        is idle takes the next one and the shares end together (a chunk is a round trip)."""
+        size = max(self.min_chunk, -(-n // (self.per_process * (self.workers + 1))))
+        return [(a, min(a + size, n)) for a in range(0, n, size)]
+
+    def submit(self, chunks: list[list[Sequence[RawEvent]]]) -> list[Future[list[Derived]]]:
         executor = self.start()
-        size = max(16, -(-len(streams) // (2 * self.workers)))
         return [
-            executor.submit(_derive_in_worker, [list(map(tuple, s)) for s in streams[i : i + size]])
-            for i in range(0, len(streams), size)
+            executor.submit(_derive_in_worker, [list(map(tuple, s)) for s in chunk])
+            for chunk in chunks
         ]
 
     def start(self) -> ProcessPoolExecutor:
@@ -611,6 +652,10 @@ class Warehouse:
         derived: set[str] = set()
         with _no_gc():
             page, at_end = self._next_page(store, self._position)
+            if self.pool is not None and not at_end:
+                # A load of more than a page: the workers spawn and import while this process
+                # collects the first page (a catch-up of a few events never starts them).
+                self.pool.start()
             while page:
                 # The next page is read while the workers derive this one.
                 ahead: list[tuple[list[RawEvent], bool]] = []

@@ -1,12 +1,29 @@
 """Episodes derived by worker processes give the very rows this process derives: every table,
-with streams spanning pages, identical streams and a catch-up after the load."""
+with streams spanning pages, identical streams and a catch-up after the load; and every fast
+path (memo, set-up cache, parser cache, workers, chunks taken back) gives the rows of deriving
+each stream on its own, the plain way."""
 
 from __future__ import annotations
 
+from concurrent.futures import Future
+from concurrent.futures.process import BrokenProcessPool
+from typing import Any
+
 import pytest
 
+from companyos.analytics import warehouse as warehouse_module
 from companyos.analytics.setups import SetupCache
-from companyos.analytics.warehouse import TABLES, Warehouse, default_workers
+from companyos.analytics.source import RawEvent
+from companyos.analytics.warehouse import (
+    EPISODE_TABLES,
+    TABLES,
+    Derived,
+    DerivePool,
+    Warehouse,
+    _derive_in_worker,
+    default_workers,
+    derive,
+)
 from companyos.events import InMemoryEventStore
 from companyos.events.types import EpisodeStarted
 from companyos.projections.replay import replay
@@ -65,3 +82,117 @@ def test_the_setup_cache_replays_as_replay_does():
         ]
         compared += 1
     assert compared > 20 and cache.hits > 10
+
+
+# ---------------------------------------------------------------------------- the fast paths
+
+
+def _straightforward(store: InMemoryEventStore) -> dict[str, list[tuple[Any, ...]]]:
+    """Every episode's rows derived the plain way: each stream on its own, its events as the
+    store parses them (every one validated), `replay` from scratch, no memo, no set-up cache,
+    no worker."""
+    out: dict[str, list[tuple[Any, ...]]] = {t: [] for t in EPISODE_TABLES}
+    for s in store.streams(limit=1_000_000):
+        records = store.read(s.stream_id)
+        events = [r.event for r in records]
+        if not isinstance(events[0], EpisodeStarted):
+            continue  # not an episode: events only
+        rows = [
+            RawEvent(
+                r.stream, r.seq, r.position, r.type, r.schema_version, "", r.hash, r.recorded_at
+            )
+            for r in records
+        ]
+        d = derive(rows, events)
+        out["steps"] += d.steps
+        out["episodes"].append(d.episode)
+        out["failures"] += [] if d.failure is None else [d.failure]
+        out["mistakes"] += d.mistakes
+        out["approvals"] += d.approvals
+        out["chaos"] += d.chaos
+    return out
+
+
+def _episode_tables(wh: Warehouse) -> dict[str, list[tuple[Any, ...]]]:
+    return {
+        t: sorted(wh.con.execute(f"SELECT * FROM {t}").fetchall(), key=repr) for t in EPISODE_TABLES
+    }
+
+
+class _HalfStartedPool(DerivePool):
+    """A pool whose first chunks are done (by the worker's own function, in this process) and
+    whose last ones no worker has started: the loading process takes those back."""
+
+    def submit(self, chunks: list[list[Any]]) -> list[Future[list[Derived]]]:
+        futures: list[Future[list[Derived]]] = []
+        for i, chunk in enumerate(chunks):
+            f: Future[list[Derived]] = Future()
+            if i < len(chunks) // 2:
+                f.set_result(_derive_in_worker([list(map(tuple, s)) for s in chunk]))
+            futures.append(f)
+        return futures
+
+
+def test_every_path_gives_the_straightforward_rows(tmp_path):
+    """The memo of identical streams, the set-up cache, the parser's cache, pages that cut
+    episodes, worker processes and chunks taken back from them: the rows of every episode table
+    are those of deriving each stream on its own, the plain way."""
+    store = InMemoryEventStore()
+    play_round(store, range(0, 6))
+    play_round(store, range(0, 3))  # the deterministic agents' trials again: identical streams
+    odd_streams(store)
+    want = {t: sorted(rows, key=repr) for t, rows in _straightforward(store).items()}
+    assert want["failures"] and want["mistakes"] and want["approvals"] and want["chaos"]
+    serial = Warehouse(page_size=300, workers=0)
+    stolen = Warehouse(page_size=300, workers=0)
+    stolen.pool = _HalfStartedPool(1, min_streams=1, min_chunk=1)
+    parallel = Warehouse(tmp_path / "p.duckdb", page_size=300, workers=1)
+    assert parallel.pool is not None
+    parallel.pool.min_streams = 1
+    try:
+        for wh in (serial, stolen, parallel):
+            wh.catch_up(store)
+            assert _episode_tables(wh) == want
+        assert serial.deriver.reused > 0  # the memo was used (and gave the same rows)
+        assert stolen.deriver.stolen > 0 and stolen.deriver.derived > stolen.deriver.stolen
+        assert contents(serial) == contents(stolen) == contents(parallel)
+    finally:
+        for wh in (serial, stolen, parallel):
+            wh.close()
+
+
+def test_a_dead_worker_leaves_the_load_to_this_process():
+    store = InMemoryEventStore()
+    play_round(store, range(0, 3))
+
+    class Dead(DerivePool):
+        def submit(self, chunks: list[list[Any]]) -> list[Future[list[Derived]]]:
+            futures: list[Future[list[Derived]]] = []
+            for _ in chunks:
+                f: Future[list[Derived]] = Future()
+                f.set_exception(BrokenProcessPool("a worker died"))
+                futures.append(f)
+            return futures
+
+    serial = Warehouse(page_size=200, workers=0)
+    broken = Warehouse(page_size=200, workers=0)
+    broken.pool = Dead(1, min_streams=1, min_chunk=1)
+    try:
+        serial.catch_up(store)
+        broken.catch_up(store)
+        assert broken.pool.broken
+        assert contents(serial) == contents(broken)
+        assert broken.deriver.derived == serial.deriver.derived
+    finally:
+        serial.close()
+        broken.close()
+
+
+def test_workers_by_default_on_every_cpu_but_one(monkeypatch):
+    monkeypatch.delenv("COMPANYOS_ANALYTICS_WORKERS", raising=False)
+    monkeypatch.setattr(warehouse_module, "_cpus", lambda: 1)
+    assert default_workers() == 0
+    monkeypatch.setattr(warehouse_module, "_cpus", lambda: 4)
+    assert default_workers() == 3
+    monkeypatch.setenv("COMPANYOS_ANALYTICS_WORKERS", "0")
+    assert default_workers() == 0
