@@ -10,8 +10,11 @@ the next catch-up continues from there. The next page is read while this one is 
 Episodes are derived by the projections (``replay``, ``projections.mistakes``) and
 `lifecycle`, each distinct stream once: streams with the same hash chain (a deterministic
 agent's trials of one instance) share rows, and streams with the same set-up share its fold
-(`setups`). With ``workers`` (`COMPANYOS_ANALYTICS_WORKERS`), worker processes derive a share
-of each page; that pays only on a machine with idle cores (`bench/analytics.py` measures it).
+(`setups`). Worker processes (`default_workers`: one per CPU but this process's;
+``workers``, `COMPANYOS_ANALYTICS_WORKERS`) derive the page's distinct streams beside this
+process, which appends the events, reads the next page and then derives what no worker has
+started (`DerivePool`). Each fast path gives the rows of deriving each stream on its own
+(`tests/test_warehouse_parallel.py`).
 
 How rows reach DuckDB, measured on 200,000 events of the benchmark's log: an Arrow table
 read by ``INSERT ... SELECT`` 1.6 us per event, pandas (``con.append(df)`` or ``INSERT ...
@@ -396,12 +399,15 @@ def default_workers() -> int:
 
 
 class DerivePool:
-    """Worker processes deriving episode streams, started on first use.
+    """Worker processes deriving episode streams, started on first use (the first page with
+    ``min_streams`` distinct streams: a catch-up of a few episodes is not worth the round trip,
+    nor a process).
 
     Spawned, not forked: the parent holds DuckDB's threads (and a server's), which a fork would
-    copy mid-flight. A page is cut into a few chunks per worker so that they finish together;
-    below ``min_streams`` distinct streams a page is derived in the parent (a catch-up of a
-    few episodes is not worth the round trip)."""
+    copy mid-flight; so, as with any spawned pool, a script that loads a warehouse must keep its
+    top level under ``if __name__ == "__main__":`` (a spawned worker imports the script). A
+    page is cut into ``per_process`` chunks per process (the loading one included), queued in
+    order; `Deriver.many` takes back from the end those no worker has started."""
 
     def __init__(
         self, workers: int, min_streams: int = 100, per_process: int = 8, min_chunk: int = 4
@@ -652,10 +658,6 @@ class Warehouse:
         derived: set[str] = set()
         with _no_gc():
             page, at_end = self._next_page(store, self._position)
-            if self.pool is not None and not at_end:
-                # A load of more than a page: the workers spawn and import while this process
-                # collects the first page (a catch-up of a few events never starts them).
-                self.pool.start()
             while page:
                 # The next page is read while the workers derive this one.
                 ahead: list[tuple[list[RawEvent], bool]] = []
