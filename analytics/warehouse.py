@@ -137,6 +137,8 @@ class Deriver:
         self.reused = 0
         self.stolen = 0
         """Chunks queued for the workers that this process derived itself (none had started)."""
+        self.backed_up = 0
+        """Chunks a worker had started that this process derived too, and finished first."""
 
     def __call__(self, rows: Sequence[RawEvent]) -> Derived:
         key = (rows[-1].hash, len(rows))
@@ -163,36 +165,56 @@ class Deriver:
         # The page is cut into small chunks, all queued for the workers, which take them from
         # the front. This process, once it has appended the page's events and read the next
         # page, takes back from the end every chunk no worker has started and derives it
-        # itself: the shares balance whatever the cores are doing.
+        # itself, then also derives the few a worker is still on (the first to finish gives
+        # the rows, the same either way): the shares balance whatever the cores are doing,
+        # and a worker slowed down by other processes never holds this one up.
         items = list(todo.items())
         chunks = pool.chunks(len(items))
         futures = pool.submit([[rows for _, rows in items[a:b]] for a, b in chunks])
 
         def finish() -> list[Derived]:
-            fresh: dict[tuple[str, int], Derived] = {}
+            done: list[list[Derived] | None] = [None] * len(chunks)
             taken = len(chunks)
             while taken > 0 and futures[taken - 1].cancel():
                 taken -= 1
-                a, b = chunks[taken]
-                for key, rows in items[a:b]:
-                    fresh[key] = self._derive(key, rows)
-            for (a, b), future in zip(chunks[:taken], futures[:taken], strict=True):
-                try:
-                    done = future.result()
-                except BrokenProcessPool:
-                    # A worker died (killed, or it could not start: see `default_workers`):
-                    # this chunk and every later page are derived here.
-                    pool.broken = True
-                    done = [self._derive(key, rows) for key, rows in items[a:b]]
-                    self.derived -= len(done)  # counted once, below
-                for (key, _), d in zip(items[a:b], done, strict=True):
+                done[taken] = self._chunk(items[slice(*chunks[taken])])
+            self.stolen += len(chunks) - taken
+            for i in reversed(range(taken)):
+                if not futures[i].done():
+                    done[i] = self._chunk(items[slice(*chunks[i])], futures[i])
+                    self.backed_up += done[i] is not None
+            fresh: dict[tuple[str, int], Derived] = {}
+            for i, (a, b) in enumerate(chunks):
+                rows = done[i]
+                if rows is None:
+                    try:
+                        rows = futures[i].result()
+                    except BrokenProcessPool:
+                        # A worker died (killed, or it could not start: see `DerivePool`):
+                        # this chunk and every later page are derived here.
+                        pool.broken = True
+                        rows = self._chunk(items[a:b])
+                for (key, _), d in zip(items[a:b], rows, strict=True):
                     self.derived += 1
                     self._remember(key, d)
                     fresh[key] = d
-            self.stolen += len(chunks) - taken
             return self._assemble(streams, keys, fresh)
 
         return finish
+
+    def _chunk(
+        self,
+        items: Sequence[tuple[tuple[str, int], Sequence[RawEvent]]],
+        worker: Future[list[Derived]] | None = None,
+    ) -> list[Derived] | None:
+        """The rows of ``items``' streams, derived here (counted and remembered by the caller);
+        None as soon as ``worker`` is done with them first."""
+        out = []
+        for _, rows in items:
+            if worker is not None and worker.done():
+                return None
+            out.append(derive(rows, self.parser.events(rows), self.setups))
+        return out
 
     def _derive(self, key: tuple[str, int], rows: Sequence[RawEvent]) -> Derived:
         self.derived += 1
@@ -264,7 +286,7 @@ class DerivePool:
     order; `Deriver.many` takes back from the end those no worker has started."""
 
     def __init__(
-        self, workers: int, min_streams: int = 100, per_process: int = 8, min_chunk: int = 4
+        self, workers: int, min_streams: int = 100, per_process: int = 32, min_chunk: int = 2
     ) -> None:
         self.workers = workers
         self.min_streams = min_streams

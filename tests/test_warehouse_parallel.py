@@ -119,24 +119,29 @@ def _episode_tables(wh: Warehouse) -> dict[str, list[tuple[Any, ...]]]:
     }
 
 
-class _HalfStartedPool(DerivePool):
-    """A pool whose first chunks are done (by the worker's own function, in this process) and
-    whose last ones no worker has started: the loading process takes those back."""
+class _SlowPool(DerivePool):
+    """A pool whose first third of chunks is done (by the worker's own function, in this
+    process), the next one started by a worker that never finishes it (a worker starved by
+    other processes), and the rest not started: the loading process takes the last back and derives
+    the started ones itself rather than wait."""
 
     def submit(self, chunks: list[list[Any]]) -> list[Future[list[Derived]]]:
         futures: list[Future[list[Derived]]] = []
         for i, chunk in enumerate(chunks):
             f: Future[list[Derived]] = Future()
-            if i < len(chunks) // 2:
+            if i < len(chunks) // 3:
                 f.set_result(_derive_in_worker([list(map(tuple, s)) for s in chunk]))
+            elif i == len(chunks) // 3:
+                assert f.set_running_or_notify_cancel()  # started: it cannot be cancelled
             futures.append(f)
         return futures
 
 
 def test_every_path_gives_the_straightforward_rows(tmp_path):
     """The memo of identical streams, the set-up cache, the parser's cache, pages that cut
-    episodes, worker processes and chunks taken back from them: the rows of every episode table
-    are those of deriving each stream on its own, the plain way."""
+    episodes, worker processes, chunks taken back from them and chunks derived here while a
+    worker is on them: the rows of every episode table are those of deriving each stream on its
+    own, the plain way."""
     store = InMemoryEventStore()
     play_round(store, range(0, 6))
     play_round(store, range(0, 3))  # the deterministic agents' trials again: identical streams
@@ -145,7 +150,7 @@ def test_every_path_gives_the_straightforward_rows(tmp_path):
     assert want["failures"] and want["mistakes"] and want["approvals"] and want["chaos"]
     serial = Warehouse(page_size=300, workers=0)
     stolen = Warehouse(page_size=300, workers=0)
-    stolen.pool = _HalfStartedPool(1, min_streams=1, min_chunk=1)
+    stolen.pool = _SlowPool(1, min_streams=1, min_chunk=1)
     parallel = Warehouse(tmp_path / "p.duckdb", page_size=300, workers=1)
     assert parallel.pool is not None
     parallel.pool.min_streams = 1
@@ -154,7 +159,8 @@ def test_every_path_gives_the_straightforward_rows(tmp_path):
             wh.catch_up(store)
             assert _episode_tables(wh) == want
         assert serial.deriver.reused > 0  # the memo was used (and gave the same rows)
-        assert stolen.deriver.stolen > 0 and stolen.deriver.derived > stolen.deriver.stolen
+        d = stolen.deriver
+        assert d.stolen > 0 and d.backed_up > 0 and d.derived > d.stolen + d.backed_up
         assert contents(serial) == contents(stolen) == contents(parallel)
     finally:
         for wh in (serial, stolen, parallel):
