@@ -119,6 +119,10 @@ class CatchUpResult:
     seconds: float
 
 
+WorkerShare = tuple[float, list[Derived]]
+"""What a worker sends back for a chunk: the CPU seconds it took, and the rows."""
+
+
 class Deriver:
     """Stored rows of whole episode streams to warehouse rows, each distinct stream once.
 
@@ -159,7 +163,7 @@ class Deriver:
         for key, rows in zip(keys, streams, strict=True):
             if key not in self._memo and key not in todo:
                 todo[key] = rows
-        if pool is None or pool.broken or len(todo) < pool.min_streams:
+        if pool is None or pool.broken or len(todo) < pool.min_streams or not pool.wanted():
             fresh = {key: self._derive(key, rows) for key, rows in todo.items()}
             return lambda: self._assemble(streams, keys, fresh)
         # The page is cut into small chunks, all queued for the workers, which take them from
@@ -168,11 +172,13 @@ class Deriver:
         # itself, then also derives the few a worker is still on (the first to finish gives
         # the rows, the same either way): the shares balance whatever the cores are doing,
         # and a worker slowed down by other processes never holds this one up.
+        wall, cpu = time.perf_counter(), time.process_time()
         items = list(todo.items())
         chunks = pool.chunks(len(items))
         futures = pool.submit([[rows for _, rows in items[a:b]] for a, b in chunks])
 
         def finish() -> list[Derived]:
+            used = time.process_time() - cpu  # CPU seconds this load got, the workers' added
             done: list[list[Derived] | None] = [None] * len(chunks)
             taken = len(chunks)
             while taken > 0 and futures[taken - 1].cancel():
@@ -188,7 +194,8 @@ class Deriver:
                 rows = done[i]
                 if rows is None:
                     try:
-                        rows = futures[i].result()
+                        seconds, rows = futures[i].result()
+                        used += seconds
                     except BrokenProcessPool:
                         # A worker died (killed, or it could not start: see `DerivePool`):
                         # this chunk and every later page are derived here.
@@ -198,6 +205,7 @@ class Deriver:
                     self.derived += 1
                     self._remember(key, d)
                     fresh[key] = d
+            pool.measured(used / max(time.perf_counter() - wall, 1e-6))
             return self._assemble(streams, keys, fresh)
 
         return finish
@@ -205,7 +213,7 @@ class Deriver:
     def _chunk(
         self,
         items: Sequence[tuple[tuple[str, int], Sequence[RawEvent]]],
-        worker: Future[list[Derived]] | None = None,
+        worker: Future[WorkerShare] | None = None,
     ) -> list[Derived] | None:
         """The rows of ``items``' streams, derived here (counted and remembered by the caller);
         None as soon as ``worker`` is done with them first."""
@@ -286,15 +294,45 @@ class DerivePool:
     order; `Deriver.many` takes back from the end those no worker has started."""
 
     def __init__(
-        self, workers: int, min_streams: int = 100, per_process: int = 32, min_chunk: int = 2
+        self,
+        workers: int,
+        min_streams: int = 100,
+        per_process: int = 32,
+        min_chunk: int = 2,
+        min_share: float = 1.3,
     ) -> None:
         self.workers = workers
         self.min_streams = min_streams
         self.per_process = per_process
         self.min_chunk = min_chunk
+        self.min_share = min_share
+        """The CPU (in cores) a page derived with the workers must have got for the next page to
+        use them too."""
         self.broken = False
         """A worker died: the pool is no longer used (pages are derived in this process)."""
+        self.resting = 0
+        """Pages still to derive in this process before the workers are tried again."""
+        self._rest = 1
         self._executor: ProcessPoolExecutor | None = None
+
+    def wanted(self) -> bool:
+        """Whether this page goes to the workers (else, resting, it is derived here)."""
+        if self.resting > 0:
+            self.resting -= 1
+            return False
+        return True
+
+    def measured(self, share: float) -> None:
+        """A page derived with the workers got ``share`` cores (CPU seconds of this process and
+        the workers over wall seconds). Workers pay only when the load gets more than one core:
+        where other work keeps the cores busy (the kernel shares them between sessions, not
+        processes) a worker costs CPU (pickling, caches of its own) and gains nothing. Below
+        ``min_share``, the next 1, 2, 4 ... 16 pages (doubling each time) are derived here."""
+        if share >= self.min_share:
+            self._rest = 1
+            return
+        self.resting = self._rest
+        self._rest = min(2 * self._rest, 16)
 
     def chunks(self, n: int) -> list[tuple[int, int]]:
         """``n`` streams cut into (start, end) chunks: several per process, so that whoever
@@ -302,7 +340,7 @@ class DerivePool:
         size = max(self.min_chunk, -(-n // (self.per_process * (self.workers + 1))))
         return [(a, min(a + size, n)) for a in range(0, n, size)]
 
-    def submit(self, chunks: list[list[Sequence[RawEvent]]]) -> list[Future[list[Derived]]]:
+    def submit(self, chunks: list[list[Sequence[RawEvent]]]) -> list[Future[WorkerShare]]:
         executor = self.start()
         return [
             executor.submit(_derive_in_worker, [list(map(tuple, s)) for s in chunk])

@@ -17,9 +17,9 @@ from companyos.analytics.source import RawEvent
 from companyos.analytics.warehouse import (
     EPISODE_TABLES,
     TABLES,
-    Derived,
     DerivePool,
     Warehouse,
+    WorkerShare,
     _derive_in_worker,
     default_workers,
     derive,
@@ -38,6 +38,7 @@ def test_workers_derive_the_same_rows(tmp_path, monkeypatch):
     parallel = Warehouse(tmp_path / "p.duckdb", page_size=400, workers=1)
     assert parallel.pool is not None
     parallel.pool.min_streams = 1  # every page through the worker, however small
+    parallel.pool.min_share = 0  # whatever share of the machine the load gets
     try:
         serial.catch_up(store)
         parallel.catch_up(store)
@@ -125,10 +126,10 @@ class _SlowPool(DerivePool):
     other processes), and the rest not started: the loading process takes the last back and derives
     the started ones itself rather than wait."""
 
-    def submit(self, chunks: list[list[Any]]) -> list[Future[list[Derived]]]:
-        futures: list[Future[list[Derived]]] = []
+    def submit(self, chunks: list[list[Any]]) -> list[Future[WorkerShare]]:
+        futures: list[Future[WorkerShare]] = []
         for i, chunk in enumerate(chunks):
-            f: Future[list[Derived]] = Future()
+            f: Future[WorkerShare] = Future()
             if i < len(chunks) // 3:
                 f.set_result(_derive_in_worker([list(map(tuple, s)) for s in chunk]))
             elif i == len(chunks) // 3:
@@ -150,10 +151,10 @@ def test_every_path_gives_the_straightforward_rows(tmp_path):
     assert want["failures"] and want["mistakes"] and want["approvals"] and want["chaos"]
     serial = Warehouse(page_size=300, workers=0)
     stolen = Warehouse(page_size=300, workers=0)
-    stolen.pool = _SlowPool(1, min_streams=1, min_chunk=1)
+    stolen.pool = _SlowPool(1, min_streams=1, min_chunk=1, min_share=0)
     parallel = Warehouse(tmp_path / "p.duckdb", page_size=300, workers=1)
     assert parallel.pool is not None
-    parallel.pool.min_streams = 1
+    parallel.pool.min_streams, parallel.pool.min_share = 1, 0
     try:
         for wh in (serial, stolen, parallel):
             wh.catch_up(store)
@@ -172,10 +173,10 @@ def test_a_dead_worker_leaves_the_load_to_this_process():
     play_round(store, range(0, 3))
 
     class Dead(DerivePool):
-        def submit(self, chunks: list[list[Any]]) -> list[Future[list[Derived]]]:
-            futures: list[Future[list[Derived]]] = []
+        def submit(self, chunks: list[list[Any]]) -> list[Future[WorkerShare]]:
+            futures: list[Future[WorkerShare]] = []
             for _ in chunks:
-                f: Future[list[Derived]] = Future()
+                f: Future[WorkerShare] = Future()
                 f.set_exception(BrokenProcessPool("a worker died"))
                 futures.append(f)
             return futures
@@ -202,3 +203,27 @@ def test_workers_by_default_on_every_cpu_but_one(monkeypatch):
     assert default_workers() == 3
     monkeypatch.setenv("COMPANYOS_ANALYTICS_WORKERS", "0")
     assert default_workers() == 0
+
+
+def test_workers_rest_while_the_load_gets_no_more_than_a_core():
+    """A page derived with the workers that got under ``min_share`` cores (the machine busy
+    with other work) sends the next pages to this process: 1, then 2, 4 ... up to 16 pages
+    before trying again; a page that got them resets it."""
+    pool = DerivePool(1, min_share=1.3)
+    assert pool.wanted()
+
+    def rests() -> int:
+        n = 0
+        while not pool.wanted():
+            n += 1
+        return n
+
+    pool.measured(1.0)
+    assert rests() == 1
+    for expected in (2, 4, 8, 16, 16):
+        pool.measured(1.1)
+        assert rests() == expected
+    pool.measured(1.9)
+    assert rests() == 0
+    pool.measured(0.8)
+    assert rests() == 1
