@@ -13,8 +13,8 @@ agent's trials of one instance) share rows, and streams with the same set-up sha
 (`setups`). Worker processes (`default_workers`: one per CPU but this process's;
 ``workers``, `COMPANYOS_ANALYTICS_WORKERS`) derive the page's distinct streams beside this
 process, which appends the events, reads the next page and then derives what no worker has
-started (`DerivePool`). Each fast path gives the rows of deriving each stream on its own
-(`tests/test_warehouse_parallel.py`).
+finished (`DerivePool`; they rest while the load gets no more than one core). Each fast path
+gives the rows of deriving each stream on its own (`tests/test_warehouse_parallel.py`).
 
 How rows reach DuckDB, measured on 200,000 events of the benchmark's log: an Arrow table
 read by ``INSERT ... SELECT`` 1.6 us per event, pandas (``con.append(df)`` or ``INSERT ...
@@ -267,10 +267,12 @@ def _cpus() -> int:
 def default_workers() -> int:
     """Worker processes for deriving, besides this one: ``COMPANYOS_ANALYTICS_WORKERS`` if set
     (0: derive in this process only), else one per CPU but this process's (none on one CPU).
-    Deriving is CPU-bound Python, so a second core nearly halves a load; each stream's events
-    go to a worker and its rows come back pickled, and this process takes back the chunks no
-    worker has started, so on a machine whose cores are all busy a load costs a little more CPU
-    than in one process, not much more wall time (`bench/analytics.py` measures both)."""
+    Deriving is CPU-bound Python: with a second core free, a load takes about a third less wall
+    time (measured on 150,000-200,000 events while one other session was busy: 1.3-1.4x). A
+    worker costs CPU (each stream's events go to it pickled, its rows come back, it keeps caches
+    of its own): 10-20% more in all. Where other work keeps every core busy it gains nothing,
+    so `DerivePool` stops using its workers while a load gets no more than a core
+    (`bench/analytics.py` measures a load with and without them)."""
     value = os.environ.get("COMPANYOS_ANALYTICS_WORKERS")
     if value is not None:
         try:
@@ -291,7 +293,9 @@ class DerivePool:
     copy mid-flight; so, as with any spawned pool, a script that loads a warehouse must keep its
     top level under ``if __name__ == "__main__":`` (a spawned worker imports the script). A
     page is cut into ``per_process`` chunks per process (the loading one included), queued in
-    order; `Deriver.many` takes back from the end those no worker has started."""
+    order; `Deriver.many` takes back from the end those no worker has started and derives
+    those a worker is still on. While pages get no more than ``min_share`` cores, the workers
+    rest (`measured`)."""
 
     def __init__(
         self,
