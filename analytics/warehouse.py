@@ -178,7 +178,7 @@ class Deriver:
         futures = pool.submit([[rows for _, rows in items[a:b]] for a, b in chunks])
 
         def finish() -> list[Derived]:
-            used = time.process_time() - cpu  # CPU seconds this load got, the workers' added
+            used = 0.0  # the workers' CPU seconds for this page
             done: list[list[Derived] | None] = [None] * len(chunks)
             taken = len(chunks)
             while taken > 0 and futures[taken - 1].cancel():
@@ -205,6 +205,9 @@ class Deriver:
                     self.derived += 1
                     self._remember(key, d)
                     fresh[key] = d
+            # The share of the machine this page got: this process's CPU seconds (its DuckDB
+            # threads included) and the workers', over the wall seconds.
+            used += time.process_time() - cpu
             pool.measured(used / max(time.perf_counter() - wall, 1e-6))
             return self._assemble(streams, keys, fresh)
 
