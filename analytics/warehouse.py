@@ -56,10 +56,10 @@ from .derive import (
     _no_gc,
     _ready,
     _relabel,
+    caches,
     derive,
 )
-from .parsing import EventParser, RawEvent
-from .setups import SetupCache
+from .parsing import RawEvent
 from .source import read_prefix, read_raw
 
 MEMORY_LIMIT = "300MB"
@@ -133,8 +133,7 @@ class Deriver:
     whose hashes do not match its content is ``verify``'s business, not the warehouse's)."""
 
     def __init__(self, max_memo: int = 2048) -> None:
-        self.parser = EventParser()
-        self.setups = SetupCache()
+        self.parser, self.setups = caches()
         self.max_memo = max_memo
         self._memo: dict[tuple[str, int], Derived] = {}
         self.derived = 0
