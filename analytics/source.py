@@ -1,4 +1,4 @@
-"""Reading the event log for the warehouse: raw pages by global position, and parsing them.
+"""Reading the event log for the warehouse: raw pages by global position (`parsing` turns them
 
 The warehouse needs every event twice over: as stored (the ``events`` table keeps the stored
 JSON) and as models (the projections fold them). ``EventStore.read_all`` parses every event into
@@ -15,33 +15,18 @@ reader has already seen. The raw reads below run the same query as ``read_all`` 
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Any, NamedTuple
+from typing import Any
 
-import orjson
 from sqlalchemy import Select, func, select
 from sqlalchemy.exc import DBAPIError
 
 from companyos.events import EventStore, InMemoryEventStore, RecordedEvent
 from companyos.events.chain import canonical
 from companyos.events.sql import EVENTS, SQLEventStore, unavailable
-from companyos.events.types import EVENT_TYPES, Event
-from companyos.events.upcasting import parse_event
 
-
-class RawEvent(NamedTuple):
-    """An event as stored, unparsed: the column order of the warehouse's staging table."""
-
-    stream: str
-    seq: int
-    position: int
-    type: str
-    schema_version: int
-    data: str
-    """The stored payload, JSON text."""
-    hash: str
-    recorded_at: float
-    """Seconds since the epoch (UTC)."""
-
+# EventParser is re-exported: the frozen reference (bench/reference_analytics.py) imports it here.
+from .parsing import EventParser as EventParser
+from .parsing import RawEvent
 
 _RAW_COLUMNS = (
     EVENTS.c.episode_id,
@@ -145,59 +130,6 @@ def _from_record(r: RecordedEvent) -> RawEvent:
     return RawEvent(
         r.stream, r.seq, r.position, r.type, r.schema_version, data, r.hash, r.recorded_at
     )
-
-
-_CACHED_TYPES = frozenset(
-    {
-        "TaskAssigned",
-        "ApprovalTypeDefined",
-        "ApproverRegistered",
-        "TicketCreated",
-        "MetricRecorded",
-        "ChaosInjected",
-    }
-)
-"""The opening events of an instance: every trial of it (every agent, every repeat) stores the
-very same JSON, and the nested ones are the dearest to validate."""
-
-
-class EventParser:
-    """Stored rows to event models, validating each distinct opening event once.
-
-    Events are frozen models, so one parsed instance can stand for every identical row; the
-    cache is bounded (cleared when full) so a long catch-up cannot grow without limit. The
-    projections take models (`RecordedEvent` or `Event` alike), so no `RecordedEvent` is
-    built: the warehouse has the rows for the rest."""
-
-    def __init__(self, max_cached: int = 65_536) -> None:
-        self.max_cached = max_cached
-        self._cache: dict[tuple[str, int, str], Event] = {}
-        self.parsed = 0
-        self.hits = 0
-
-    def events(self, rows: Sequence[RawEvent]) -> list[Event]:
-        return [self.event(r.type, r.schema_version, r.data) for r in rows]
-
-    def event(self, kind: str, version: int, data_json: str) -> Event:
-        if kind not in _CACHED_TYPES:
-            self.parsed += 1
-            cls = EVENT_TYPES.get(kind)
-            if cls is not None and not cls.nested and version == cls.schema_version:
-                # A flat event at the current version: its constructor validates exactly what
-                # needs it (see `Event`), half the cost of going through `model_validate`.
-                return cls(**orjson.loads(data_json))
-            return parse_event(kind, version, orjson.loads(data_json))
-        key = (kind, version, data_json)
-        hit = self._cache.get(key)
-        if hit is not None:
-            self.hits += 1
-            return hit
-        self.parsed += 1
-        event = parse_event(kind, version, orjson.loads(data_json))
-        if len(self._cache) >= self.max_cached:
-            self._cache.clear()
-        self._cache[key] = event
-        return event
 
 
 def head_position(store: EventStore) -> int | None:

@@ -7,11 +7,14 @@ its whole stream (its ``steps``, ``episodes``, ``failures``, ``approvals`` and `
 position. A crash leaves the warehouse at the end of the last committed page, consistent, and
 the next catch-up continues from there. The next page is read while this one is derived.
 
-Episodes are derived by the projections (``replay``, ``projections.mistakes``) and
-`lifecycle`, each distinct stream once: streams with the same hash chain (a deterministic
+Episodes are derived by `derive` (the projections ``replay`` and ``projections.mistakes``,
+and `lifecycle`), each distinct stream once: streams with the same hash chain (a deterministic
 agent's trials of one instance) share rows, and streams with the same set-up share its fold
-(`setups`). With ``workers`` (`COMPANYOS_ANALYTICS_WORKERS`), worker processes derive a share
-of each page; that pays only on a machine with idle cores (`bench/analytics.py` measures it).
+(`setups`). Worker processes (`default_workers`: one per CPU but this process's;
+``workers``, `COMPANYOS_ANALYTICS_WORKERS`) derive the page's distinct streams beside this
+process, which appends the events, reads the next page and then derives what no worker has
+finished (`DerivePool`; they rest while the load gets no more than one core). Each fast path
+gives the rows of deriving each stream on its own (`tests/test_warehouse_parallel.py`).
 
 How rows reach DuckDB, measured on 200,000 events of the benchmark's log: an Arrow table
 read by ``INSERT ... SELECT`` 1.6 us per event, pandas (``con.append(df)`` or ``INSERT ...
@@ -24,18 +27,17 @@ Python datetimes costs more than the whole move.
 
 from __future__ import annotations
 
-import gc
 import os
 import time
-from collections.abc import Callable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from concurrent.futures import Future, ProcessPoolExecutor
-from contextlib import AbstractContextManager, contextmanager, nullcontext, suppress
+from concurrent.futures.process import BrokenProcessPool
+from contextlib import AbstractContextManager, nullcontext, suppress
 from dataclasses import dataclass
-from datetime import UTC, datetime
 from importlib import resources
 from multiprocessing import get_context
 from pathlib import Path
-from typing import Any, NamedTuple
+from typing import Any
 
 import duckdb
 
@@ -44,24 +46,21 @@ try:  # optional (a dev extra): the fastest way to hand DuckDB a page, the appen
 except ImportError:  # pragma: no cover - exercised by a test that hides it
     pyarrow = None
 
-from companyos.domain.instances import instance_id
-from companyos.domain.world import FAULT_KINDS
 from companyos.events import EventStore
-from companyos.events.chain import canonical
-from companyos.events.types import (
-    ActionRejected,
-    ChaosInjected,
-    EpisodeStarted,
-    Event,
-    FaultInjected,
-    InvalidAction,
-)
-from companyos.projections.mistakes import LABELS, Analysis, analyse
-from companyos.projections.replay import Replay, StepRecord, replay
+from companyos.projections.mistakes import LABELS
 
-from .lifecycle import approval_rows, chaos_rows
-from .setups import SetupCache
-from .source import EventParser, RawEvent, read_prefix, read_raw
+from .derive import (
+    EPISODE_TABLES,
+    Derived,
+    _derive_in_worker,
+    _no_gc,
+    _ready,
+    _relabel,
+    caches,
+    derive,
+)
+from .parsing import RawEvent
+from .source import read_prefix, read_raw
 
 MEMORY_LIMIT = "300MB"
 """DuckDB's buffer pool for a file-backed warehouse (pages beyond it stay on disk)."""
@@ -120,122 +119,8 @@ class CatchUpResult:
     seconds: float
 
 
-class Derived(NamedTuple):
-    """The warehouse rows of one episode stream."""
-
-    episode_id: str
-    steps: list[tuple[Any, ...]]
-    episode: tuple[Any, ...]
-    failure: tuple[Any, ...] | None
-    mistakes: list[tuple[Any, ...]]
-    approvals: list[tuple[Any, ...]]
-    chaos: list[tuple[Any, ...]]
-
-
-EPISODE_TABLES = ("steps", "episodes", "failures", "mistakes", "approvals", "chaos")
-"""The tables whose rows are derived per episode stream (episode_id first in each)."""
-
-
-def _timestamp(seconds: float) -> datetime:
-    # Naive UTC, as the events table's TIMESTAMP holds it.
-    return datetime.fromtimestamp(seconds, UTC).replace(tzinfo=None)
-
-
-def _step_row(episode_id: str, s: StepRecord) -> tuple[Any, ...]:
-    outcome, error_code, fault = "ok", None, None
-    chaos: list[str] = []
-    for e in s.events:
-        if isinstance(e, FaultInjected):
-            outcome, fault = "fault", e.kind
-            chaos.append(FAULT_KINDS.get(e.kind, e.kind))
-        elif isinstance(e, InvalidAction):
-            outcome, error_code = "invalid", e.code
-        elif isinstance(e, ActionRejected):
-            outcome, error_code = "rejected", e.code
-        elif isinstance(e, ChaosInjected):
-            chaos.append(e.kind)
-    call = s.call
-    params = None if call.params is None else canonical(call.params).decode()
-    return (
-        episode_id,
-        s.step,
-        call.app,
-        call.method,
-        f"{call.app}.{call.method}",
-        params,
-        outcome,
-        error_code,
-        fault,
-        list(dict.fromkeys(chaos)),
-        s.score.reward,
-        s.score.total,
-        list(s.score.gained),
-        list(s.score.lost),
-        s.world.clock,
-    )
-
-
-def _episode_row(rows: Sequence[RawEvent], started: Event, r: Replay) -> tuple[Any, ...]:
-    info, task = r.setup.info, r.setup.task
-    assert info is not None and task is not None  # replay() refuses streams without them
-    assert isinstance(started, EpisodeStarted)
-    caused = [e for s in r.steps for e in s.events]
-    fork = info.forked_from
-    return (
-        rows[0].stream,
-        info.scenario,
-        task.family or info.scenario,  # TaskAssigned v1 did not name the family
-        task.instance_id or instance_id(info.scenario, info.difficulty, info.seed),
-        info.seed,
-        info.difficulty,
-        started.agent,
-        r.outcome,
-        r.outcome == "success",
-        r.total,
-        len(r.steps),
-        info.max_steps,
-        sum(isinstance(e, InvalidAction) for e in caused),
-        sum(isinstance(e, ActionRejected) for e in caused),
-        sum(isinstance(e, FaultInjected) for e in caused),
-        sorted(r.world.chaos.kinds),
-        fork[0] if fork else None,
-        fork[1] if fork else None,
-        _timestamp(rows[0].recorded_at),
-        _timestamp(rows[-1].recorded_at),
-        rows[-1].position,
-    )
-
-
-def _failure_row(eid: str, found: Analysis, r: Replay) -> tuple[Any, ...] | None:
-    if r.outcome is None or r.outcome == "success":
-        return None
-    mistake = found.decisive
-    if mistake is None:
-        return None
-    return (eid, mistake.label, mistake.step, mistake.detail, None, False)
-
-
-def derive(
-    rows: Sequence[RawEvent], events: Sequence[Event], setups: SetupCache | None = None
-) -> Derived:
-    """The rows of one whole episode stream (``rows`` as stored, ``events`` their models), from
-    the projections: replay (each distinct set-up folded once, with ``setups``), every mistake
-    and the decisive one of a failure (`projections.mistakes`), and `lifecycle`."""
-    r = replay(events) if setups is None else setups.replay(events, [x.hash for x in rows])
-    eid = rows[0].stream
-    found = analyse(events, r)  # costs honest forks for a failure: once per distinct stream
-    return Derived(
-        eid,
-        [_step_row(eid, s) for s in r.steps],
-        _episode_row(rows, events[0], r),
-        _failure_row(eid, found, r),
-        [
-            (eid, m.step, m.label, m.evidence, m.made_good_at, m.decisive, m.harmless)
-            for m in found.mistakes
-        ],
-        approval_rows(eid, events),
-        chaos_rows(eid, events),
-    )
+WorkerShare = tuple[float, list[Derived]]
+"""What a worker sends back for a chunk: the CPU seconds it took, and the rows."""
 
 
 class Deriver:
@@ -248,12 +133,15 @@ class Deriver:
     whose hashes do not match its content is ``verify``'s business, not the warehouse's)."""
 
     def __init__(self, max_memo: int = 2048) -> None:
-        self.parser = EventParser()
-        self.setups = SetupCache()
+        self.parser, self.setups = caches()
         self.max_memo = max_memo
         self._memo: dict[tuple[str, int], Derived] = {}
         self.derived = 0
         self.reused = 0
+        self.stolen = 0
+        """Chunks queued for the workers that this process derived itself (none had started)."""
+        self.backed_up = 0
+        """Chunks a worker had started that this process derived too, and finished first."""
 
     def __call__(self, rows: Sequence[RawEvent]) -> Derived:
         key = (rows[-1].hash, len(rows))
@@ -274,25 +162,69 @@ class Deriver:
         for key, rows in zip(keys, streams, strict=True):
             if key not in self._memo and key not in todo:
                 todo[key] = rows
-        if pool is None or len(todo) < pool.min_streams:
+        if pool is None or pool.broken or len(todo) < pool.min_streams or not pool.wanted():
             fresh = {key: self._derive(key, rows) for key, rows in todo.items()}
             return lambda: self._assemble(streams, keys, fresh)
-        # The workers take their shares; this process derives one share itself in finish()
-        # (it would only wait otherwise).
+        # The page is cut into small chunks, all queued for the workers, which take them from
+        # the front. This process, once it has appended the page's events and read the next
+        # page, takes back from the end every chunk no worker has started and derives it
+        # itself, then also derives the few a worker is still on (the first to finish gives
+        # the rows, the same either way): the shares balance whatever the cores are doing,
+        # and a worker slowed down by other processes never holds this one up.
+        wall, cpu = time.perf_counter(), time.process_time()
         items = list(todo.items())
-        mine = items[: len(items) // (pool.workers + 1)]
-        futures = pool.submit([rows for _, rows in items[len(mine) :]])
+        chunks = pool.chunks(len(items))
+        futures = pool.submit([[rows for _, rows in items[a:b]] for a, b in chunks])
 
         def finish() -> list[Derived]:
-            fresh = {key: self._derive(key, rows) for key, rows in mine}
-            done = [d for f in futures for d in f.result()]
-            for (key, _), d in zip(items[len(mine) :], done, strict=True):
-                self.derived += 1
-                self._remember(key, d)
-                fresh[key] = d
+            used = 0.0  # the workers' CPU seconds for this page
+            done: list[list[Derived] | None] = [None] * len(chunks)
+            taken = len(chunks)
+            while taken > 0 and futures[taken - 1].cancel():
+                taken -= 1
+                done[taken] = self._chunk(items[slice(*chunks[taken])])
+            self.stolen += len(chunks) - taken
+            for i in reversed(range(taken)):
+                if not futures[i].done():
+                    done[i] = self._chunk(items[slice(*chunks[i])], futures[i])
+                    self.backed_up += done[i] is not None
+            fresh: dict[tuple[str, int], Derived] = {}
+            for i, (a, b) in enumerate(chunks):
+                rows = done[i]
+                if rows is None:
+                    try:
+                        seconds, rows = futures[i].result()
+                        used += seconds
+                    except BrokenProcessPool:
+                        # A worker died (killed, or it could not start: see `DerivePool`):
+                        # this chunk and every later page are derived here.
+                        pool.broken = True
+                        rows = self._chunk(items[a:b])
+                for (key, _), d in zip(items[a:b], rows, strict=True):
+                    self.derived += 1
+                    self._remember(key, d)
+                    fresh[key] = d
+            # The share of the machine this page got: this process's CPU seconds (its DuckDB
+            # threads included) and the workers', over the wall seconds.
+            used += time.process_time() - cpu
+            pool.measured(used / max(time.perf_counter() - wall, 1e-6))
             return self._assemble(streams, keys, fresh)
 
         return finish
+
+    def _chunk(
+        self,
+        items: Sequence[tuple[tuple[str, int], Sequence[RawEvent]]],
+        worker: Future[WorkerShare] | None = None,
+    ) -> list[Derived] | None:
+        """The rows of ``items``' streams, derived here (counted and remembered by the caller);
+        None as soon as ``worker`` is done with them first."""
+        out = []
+        for _, rows in items:
+            if worker is not None and worker.done():
+                return None
+            out.append(derive(rows, self.parser.events(rows), self.setups))
+        return out
 
     def _derive(self, key: tuple[str, int], rows: Sequence[RawEvent]) -> Derived:
         self.derived += 1
@@ -326,34 +258,23 @@ class Deriver:
         return out
 
 
-_WORKER: Deriver | None = None
-
-
-def _derive_in_worker(streams: list[list[tuple[Any, ...]]]) -> list[Derived]:
-    """A worker process's share of a page: each stream derived (no memo: the parent dedups).
-    Rows come as plain tuples: a named tuple pickles as a call of its class, ten times dearer."""
-    global _WORKER
-    if _WORKER is None:
-        _WORKER = Deriver(max_memo=0)
-    new = tuple.__new__
-    with _no_gc():  # as in the parent: the chunk's objects all live until it is sent back
-        out = []
-        for plain in streams:
-            rows = [new(RawEvent, r) for r in plain]
-            out.append(derive(rows, _WORKER.parser.events(rows), _WORKER.setups))
-        return out
-
-
-def _ready() -> bool:
-    """A no-op run by each worker as it starts: its imports happen while the parent reads."""
-    return True
+def _cpus() -> int:
+    """The CPUs this process may run on (its affinity, where the system says)."""
+    try:
+        return len(os.sched_getaffinity(0))
+    except AttributeError:  # pragma: no cover - not Linux
+        return os.cpu_count() or 1
 
 
 def default_workers() -> int:
-    """Worker processes for deriving, besides this one: ``COMPANYOS_ANALYTICS_WORKERS`` if set,
-    else none (derive in this process). Workers pay off only with idle cores: each stream's
-    events go to a worker and its rows come back pickled, so on a machine whose cores are busy
-    anyway a page takes longer, not shorter (`bench/analytics.py` measures both)."""
+    """Worker processes for deriving, besides this one: ``COMPANYOS_ANALYTICS_WORKERS`` if set
+    (0: derive in this process only), else one per CPU but this process's (none on one CPU).
+    Deriving is CPU-bound Python: with a second core free, a load takes about a third less wall
+    time (measured on 150,000-200,000 events while one other session was busy: 1.3-1.4x). A
+    worker costs CPU (each stream's events go to it pickled, its rows come back, it keeps caches
+    of its own): 10-20% more in all. Where other work keeps every core busy it gains nothing,
+    so `DerivePool` stops using its workers while a load gets no more than a core
+    (`bench/analytics.py` measures a load with and without them)."""
     value = os.environ.get("COMPANYOS_ANALYTICS_WORKERS")
     if value is not None:
         try:
@@ -362,28 +283,74 @@ def default_workers() -> int:
             raise ValueError(
                 f"COMPANYOS_ANALYTICS_WORKERS={value!r}: expected a whole number (0: none)"
             ) from None
-    return 0
+    return max(0, _cpus() - 1)
 
 
 class DerivePool:
-    """Worker processes deriving episode streams, started on first use.
+    """Worker processes deriving episode streams, started on first use (the first page with
+    ``min_streams`` distinct streams: a catch-up of a few episodes is not worth the round trip,
+    nor a process).
 
     Spawned, not forked: the parent holds DuckDB's threads (and a server's), which a fork would
-    copy mid-flight. A page is cut into a few chunks per worker so that they finish together;
-    below ``min_streams`` distinct streams a page is derived in the parent (a catch-up of a
-    few episodes is not worth the round trip)."""
+    copy mid-flight; so, as with any spawned pool, a script that loads a warehouse must keep its
+    top level under ``if __name__ == "__main__":`` (a spawned worker imports the script). A
+    page is cut into ``per_process`` chunks per process (the loading one included), queued in
+    order; `Deriver.many` takes back from the end those no worker has started and derives
+    those a worker is still on. While pages get no more than ``min_share`` cores, the workers
+    rest (`measured`)."""
 
-    def __init__(self, workers: int, min_streams: int = 100) -> None:
+    def __init__(
+        self,
+        workers: int,
+        min_streams: int = 100,
+        per_process: int = 32,
+        min_chunk: int = 2,
+        min_share: float = 1.3,
+    ) -> None:
         self.workers = workers
         self.min_streams = min_streams
+        self.per_process = per_process
+        self.min_chunk = min_chunk
+        self.min_share = min_share
+        """The CPU (in cores) a page derived with the workers must have got for the next page to
+        use them too."""
+        self.broken = False
+        """A worker died: the pool is no longer used (pages are derived in this process)."""
+        self.resting = 0
+        """Pages still to derive in this process before the workers are tried again."""
+        self._rest = 1
         self._executor: ProcessPoolExecutor | None = None
 
-    def submit(self, streams: list[Sequence[RawEvent]]) -> list[Future[list[Derived]]]:
+    def wanted(self) -> bool:
+        """Whether this page goes to the workers (else, resting, it is derived here)."""
+        if self.resting > 0:
+            self.resting -= 1
+            return False
+        return True
+
+    def measured(self, share: float) -> None:
+        """A page derived with the workers got ``share`` cores (CPU seconds of this process and
+        the workers over wall seconds). Workers pay only when the load gets more than one core:
+        where other work keeps the cores busy (the kernel shares them between sessions, not
+        processes) a worker costs CPU (pickling, caches of its own) and gains nothing. Below
+        ``min_share``, the next 1, 2, 4 ... 16 pages (doubling each time) are derived here."""
+        if share >= self.min_share:
+            self._rest = 1
+            return
+        self.resting = self._rest
+        self._rest = min(2 * self._rest, 16)
+
+    def chunks(self, n: int) -> list[tuple[int, int]]:
+        """``n`` streams cut into (start, end) chunks: several per process, so that whoever
+        is idle takes the next one and the shares end together (a chunk is a round trip)."""
+        size = max(self.min_chunk, -(-n // (self.per_process * (self.workers + 1))))
+        return [(a, min(a + size, n)) for a in range(0, n, size)]
+
+    def submit(self, chunks: list[list[Sequence[RawEvent]]]) -> list[Future[WorkerShare]]:
         executor = self.start()
-        size = max(16, -(-len(streams) // (2 * self.workers)))
         return [
-            executor.submit(_derive_in_worker, [list(map(tuple, s)) for s in streams[i : i + size]])
-            for i in range(0, len(streams), size)
+            executor.submit(_derive_in_worker, [list(map(tuple, s)) for s in chunk])
+            for chunk in chunks
         ]
 
     def start(self) -> ProcessPoolExecutor:
@@ -398,42 +365,6 @@ class DerivePool:
         if self._executor is not None:
             self._executor.shutdown(wait=True, cancel_futures=True)
             self._executor = None
-
-
-def _relabel(d: Derived, rows: Sequence[RawEvent]) -> Derived:
-    """``d``'s rows for another stream with the same content."""
-    eid = rows[0].stream
-    # An episode row is (id, 17 fields of content, started_at, updated_at, last_position).
-    episode = (
-        eid,
-        *d.episode[1:18],
-        _timestamp(rows[0].recorded_at),
-        _timestamp(rows[-1].recorded_at),
-        rows[-1].position,
-    )
-    return Derived(
-        eid,
-        [(eid, *step[1:]) for step in d.steps],
-        episode,
-        None if d.failure is None else (eid, *d.failure[1:]),
-        [(eid, *m[1:]) for m in d.mistakes],
-        [(eid, *a[1:]) for a in d.approvals],
-        [(eid, *c[1:]) for c in d.chaos],
-    )
-
-
-@contextmanager
-def _no_gc() -> Iterator[None]:
-    """A page allocates hundreds of thousands of small objects that all live until it ends,
-    and reference counting frees them then: the cyclic collector, triggered by the allocations,
-    would walk them again and again for nothing (measured: parsing took three times as long)."""
-    was = gc.isenabled()
-    gc.disable()
-    try:
-        yield
-    finally:
-        if was:
-            gc.enable()
 
 
 class _Streams:

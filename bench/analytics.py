@@ -11,8 +11,9 @@ Every measurement runs in a fresh process of its own (spawned), so that its peak
 process's, plus its largest worker's when it has workers) is its own, not the benchmark's:
 
 * full load: today's path (`bench/reference_analytics.py`, the warehouse as it was before issue
-  16) and the new one (`companyos.analytics.warehouse`), in this process and with ``--workers``
-  worker processes deriving the episodes;
+  16) and the new one (`companyos.analytics.warehouse`) as it runs by default (``--workers``
+  worker processes deriving episodes beside the loading process: CPUs - 1), and the new one in
+  one process (no worker);
 * Parquet export of the loaded warehouse: today's export and the new one (bounded memory);
 * catch-up: ``--catch-up`` new events appended to the store after the loads, caught up by both;
 * every canned query on the loaded warehouse (median of ``--rounds``);
@@ -209,8 +210,8 @@ def child_catch_up(db: str, path: str, which: str) -> dict[str, Any]:
     else:
         from companyos.analytics.warehouse import Warehouse
 
-        wh = Warehouse(path, workers=0)
-    result = _measured(lambda: wh.catch_up(store).events)
+        wh = Warehouse(path)  # as it runs by default (a catch-up this small stays in-process)
+    result = _measured(lambda: wh.catch_up(store).events, True)
     wh.close()
     store.close()
     return result
@@ -275,6 +276,7 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
     from rich.console import Console
     from rich.progress import Progress
 
+    from companyos.analytics.warehouse import default_workers
     from companyos.events.sql import SQLEventStore, sqlite_url
 
     parser = argparse.ArgumentParser(
@@ -291,8 +293,9 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
     parser.add_argument(
         "--workers",
         type=int,
-        default=max(1, (os.cpu_count() or 1) - 1),
-        help="worker processes of the parallel load (default: CPUs - 1, at least 1; 0: skip it)",
+        default=default_workers(),
+        help="worker processes of the new load (default: the warehouse's own default, "
+        "COMPANYOS_ANALYTICS_WORKERS or CPUs - 1; 0: none, and no one-process row)",
     )
     parser.add_argument("--dir", type=Path, help="working directory (default: a temporary one)")
     parser.add_argument("--json", type=Path, help="also write the results here")
@@ -317,29 +320,30 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
 
         say(f"log: {copied:,} events in {db}; loading today's way")
         old = in_child(child_load, db, str(work / "today.duckdb"), "today", 0, args.page)
-        say(f"today: {old['wall']:.1f} s; loading the new way")
-        new = in_child(child_load, db, str(work / "new.duckdb"), "new", 0, args.page)
+        how = f"{args.workers} worker process(es)" if args.workers else "no worker process"
+        say(f"today: {old['wall']:.1f} s; loading the new way ({how})")
+        new = in_child(child_load, db, str(work / "new.duckdb"), "new", args.workers, args.page)
         rows.append({"name": "full load, today", "events": old["out"], **old})
         rows.append(
             {
-                "name": "full load, new",
+                "name": f"full load, new ({how})",
                 "events": new["out"],
                 **new,
                 "ratio": old["wall"] / new["wall"],
             }
         )
         if args.workers:
-            say(f"new: {new['wall']:.1f} s; with {args.workers} worker(s)")
-            par = in_child(child_load, db, str(work / "par.duckdb"), "new", args.workers, args.page)
+            say(f"new: {new['wall']:.1f} s; in one process")
+            one = in_child(child_load, db, str(work / "one.duckdb"), "new", 0, args.page)
             rows.append(
                 {
-                    "name": f"full load, new, {args.workers} worker process(es)",
-                    "events": par["out"],
-                    **par,
-                    "ratio": old["wall"] / par["wall"],
+                    "name": "full load, new, in one process (no worker)",
+                    "events": one["out"],
+                    **one,
+                    "ratio": old["wall"] / one["wall"],
                 }
             )
-            (work / "par.duckdb").unlink(missing_ok=True)
+            (work / "one.duckdb").unlink(missing_ok=True)
         say("exports")
         old_x = in_child(child_export, str(work / "today.duckdb"), str(work / "pq-old"), "today")
         shutil.rmtree(work / "pq-old", ignore_errors=True)

@@ -37,7 +37,7 @@ from companyos.events.store import RecordedEvent
 from companyos.events.types import EpisodeEnded, Event, ToolCalled
 
 from .replay import Replay, events_of, replay
-from .reward import ScoreState, score_step
+from .reward import step_outcome
 
 LOOK = Call("approvalflow", "list_approvals", {})
 """What the oracle agent (`agents.oracle.LOOK`) calls when the planner has nothing to do: a
@@ -106,12 +106,6 @@ class SimulatedForks:
         )
         self._wins: dict[int, bool] = {}
 
-    def _score_at(self, k: int) -> ScoreState:
-        """The reward projection's state after k steps, as far as the outcome depends on it."""
-        r = self.replay
-        achieved = r.graph.achieved(r.setup) if k == 0 else r.steps[k - 1].score.achieved
-        return ScoreState(phi=r.graph.potential(achieved, r.profile), achieved=achieved)
-
     def _honest(self, k: int) -> HonestSolver:
         """The honest solver having read the transcript of the first k steps."""
         setup = self.replay.setup
@@ -140,7 +134,6 @@ class SimulatedForks:
         world = r.world_at(k)
         if world.outcome == "abandoned":  # the fork drops the marker and plays on
             world = world._replace(outcome=None)
-        score = self._score_at(k)
         version = self._versions[k]
         solver = self._honest(k) if self.player == "honest" else None
         seen: Seen | None = None
@@ -153,12 +146,13 @@ class SimulatedForks:
                 app, method, params = call.app, call.method, call.params
             caused = decide_step(world, app, method, params, version + 1, rng, limits)
             after = fold(caused, world)
-            score, s = score_step(score, after, caused, r.graph, r.profile, world)
+            # Only the outcome matters here, not the reward: `score_step` decides it this way.
+            outcome = step_outcome(after, r.graph.achieved(after), r.graph, r.profile)
             version += len(caused) + 1  # what the step caused, then its StepScored
             world = after
-            if s.outcome is not None:
+            if outcome is not None:
                 return Continuation(
-                    s.outcome, world.step, world._replace(outcome=s.outcome), version + 1
+                    outcome, world.step, world._replace(outcome=outcome), version + 1
                 )
             if solver is not None:
                 seen = _seen(world, caused)

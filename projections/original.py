@@ -29,7 +29,14 @@ from companyos.domain.original import TASKS
 from companyos.events.types import Event
 
 from .milestones import MilestoneGraph
-from .reward import RewardProfile, ScoreState, StepScore, get_profile, penalty_terms
+from .reward import (
+    RewardProfile,
+    ScoreState,
+    StepScore,
+    get_profile,
+    penalty_terms,
+    step_outcome,
+)
 
 PROFILE = get_profile("original_per_action")
 """No abandonment cost: the original had no such thing (a reset simply replaced the episode)."""
@@ -103,12 +110,10 @@ def score_step(
     done = graph.achieved(world)
     terms: dict[str, float] = {"step": profile.step_cost, **action_terms(world, events, profile)}
     _, shortcuts = penalty_terms(events, world, profile)
-    outcome = None
-    if graph.success_id in done:
-        outcome = "success"
+    outcome = step_outcome(world, done, graph, profile)
+    if outcome == "success":
         terms["success"] = profile.success
-    elif world.info is not None and world.step >= world.info.max_steps:
-        outcome = "timeout"
+    elif outcome == "timeout":
         terms["timeout"] = profile.timeout
     reward = round(sum(terms.values()), 6)
     total = round(prev.total + reward, 6)

@@ -213,6 +213,22 @@ def penalty_terms(
     return terms, shortcuts
 
 
+def step_outcome(
+    world: World, done: frozenset[str], graph: MilestoneGraph, profile: RewardProfile
+) -> str | None:
+    """How the step that left ``world``, with the milestones ``done``, ends the episode (None:
+    it goes on), as `score_step` decides it: success, a finished wrong answer ("failure"; not
+    in the per-action scheme, `projections.original`), or the step budget spent. Alone, for
+    callers that need the outcome and not the reward (a simulated fork plays on until it)."""
+    if graph.success_id in done:
+        return "success"
+    if profile.scheme != "per_action" and world.task is not None and graph.finished(world):
+        return "failure"
+    if world.info is not None and world.step >= world.info.max_steps:
+        return "timeout"
+    return None
+
+
 def score_step(
     prev: ScoreState,
     world: World,
@@ -249,19 +265,16 @@ def score_step(
             penalties["budget_clip"] = room - spent
             spent = room
         terms.update(penalties)
-    outcome = None
-    if graph.success_id in done:
-        outcome = "success"
+    outcome = step_outcome(world, done, graph, profile)
+    if outcome == "success":
         terms["success"] = profile.success
-    elif world.task is not None and graph.finished(world):
+    elif outcome == "failure":
         # The work is over but not right: charged like running out of time, so that ending
         # early on a wrong answer never beats working on.
-        outcome = "failure"
         terms["failure"] = profile.failure
         if world.info is not None and profile.forfeit:
             terms["forfeit"] = profile.forfeited(world.step, world.info.max_steps)
-    elif world.info is not None and world.step >= world.info.max_steps:
-        outcome = "timeout"
+    elif outcome == "timeout":
         terms["timeout"] = profile.timeout
     reward = round(sum(terms.values()), 6)
     total = round(prev.total + reward, 6)

@@ -1,12 +1,29 @@
 """Episodes derived by worker processes give the very rows this process derives: every table,
-with streams spanning pages, identical streams and a catch-up after the load."""
+with streams spanning pages, identical streams and a catch-up after the load; and every fast
+path (memo, set-up cache, parser cache, workers, chunks taken back) gives the rows of deriving
+each stream on its own, the plain way."""
 
 from __future__ import annotations
 
+from concurrent.futures import Future
+from concurrent.futures.process import BrokenProcessPool
+from typing import Any
+
 import pytest
 
+from companyos.analytics import warehouse as warehouse_module
 from companyos.analytics.setups import SetupCache
-from companyos.analytics.warehouse import TABLES, Warehouse, default_workers
+from companyos.analytics.source import RawEvent
+from companyos.analytics.warehouse import (
+    EPISODE_TABLES,
+    TABLES,
+    DerivePool,
+    Warehouse,
+    WorkerShare,
+    _derive_in_worker,
+    default_workers,
+    derive,
+)
 from companyos.events import InMemoryEventStore
 from companyos.events.types import EpisodeStarted
 from companyos.projections.replay import replay
@@ -21,6 +38,7 @@ def test_workers_derive_the_same_rows(tmp_path, monkeypatch):
     parallel = Warehouse(tmp_path / "p.duckdb", page_size=400, workers=1)
     assert parallel.pool is not None
     parallel.pool.min_streams = 1  # every page through the worker, however small
+    parallel.pool.min_share = 0  # whatever share of the machine the load gets
     try:
         serial.catch_up(store)
         parallel.catch_up(store)
@@ -65,3 +83,147 @@ def test_the_setup_cache_replays_as_replay_does():
         ]
         compared += 1
     assert compared > 20 and cache.hits > 10
+
+
+# ---------------------------------------------------------------------------- the fast paths
+
+
+def _straightforward(store: InMemoryEventStore) -> dict[str, list[tuple[Any, ...]]]:
+    """Every episode's rows derived the plain way: each stream on its own, its events as the
+    store parses them (every one validated), `replay` from scratch, no memo, no set-up cache,
+    no worker."""
+    out: dict[str, list[tuple[Any, ...]]] = {t: [] for t in EPISODE_TABLES}
+    for s in store.streams(limit=1_000_000):
+        records = store.read(s.stream_id)
+        events = [r.event for r in records]
+        if not isinstance(events[0], EpisodeStarted):
+            continue  # not an episode: events only
+        rows = [
+            RawEvent(
+                r.stream, r.seq, r.position, r.type, r.schema_version, "", r.hash, r.recorded_at
+            )
+            for r in records
+        ]
+        d = derive(rows, events)
+        out["steps"] += d.steps
+        out["episodes"].append(d.episode)
+        out["failures"] += [] if d.failure is None else [d.failure]
+        out["mistakes"] += d.mistakes
+        out["approvals"] += d.approvals
+        out["chaos"] += d.chaos
+    return out
+
+
+def _episode_tables(wh: Warehouse) -> dict[str, list[tuple[Any, ...]]]:
+    return {
+        t: sorted(wh.con.execute(f"SELECT * FROM {t}").fetchall(), key=repr) for t in EPISODE_TABLES
+    }
+
+
+class _SlowPool(DerivePool):
+    """A pool whose first third of chunks is done (by the worker's own function, in this
+    process), the next one started by a worker that never finishes it (a worker starved by
+    other processes), and the rest not started: the loading process takes the last back and derives
+    the started ones itself rather than wait."""
+
+    def submit(self, chunks: list[list[Any]]) -> list[Future[WorkerShare]]:
+        futures: list[Future[WorkerShare]] = []
+        for i, chunk in enumerate(chunks):
+            f: Future[WorkerShare] = Future()
+            if i < len(chunks) // 3:
+                f.set_result(_derive_in_worker([list(map(tuple, s)) for s in chunk]))
+            elif i == len(chunks) // 3:
+                assert f.set_running_or_notify_cancel()  # started: it cannot be cancelled
+            futures.append(f)
+        return futures
+
+
+def test_every_path_gives_the_straightforward_rows(tmp_path):
+    """The memo of identical streams, the set-up cache, the parser's cache, pages that cut
+    episodes, worker processes, chunks taken back from them and chunks derived here while a
+    worker is on them: the rows of every episode table are those of deriving each stream on its
+    own, the plain way."""
+    store = InMemoryEventStore()
+    play_round(store, range(0, 6))
+    play_round(store, range(0, 3))  # the deterministic agents' trials again: identical streams
+    odd_streams(store)
+    want = {t: sorted(rows, key=repr) for t, rows in _straightforward(store).items()}
+    assert want["failures"] and want["mistakes"] and want["approvals"] and want["chaos"]
+    serial = Warehouse(page_size=300, workers=0)
+    stolen = Warehouse(page_size=300, workers=0)
+    stolen.pool = _SlowPool(1, min_streams=1, min_chunk=1, min_share=0)
+    parallel = Warehouse(tmp_path / "p.duckdb", page_size=300, workers=1)
+    assert parallel.pool is not None
+    parallel.pool.min_streams, parallel.pool.min_share = 1, 0
+    try:
+        for wh in (serial, stolen, parallel):
+            wh.catch_up(store)
+            assert _episode_tables(wh) == want
+        assert serial.deriver.reused > 0  # the memo was used (and gave the same rows)
+        d = stolen.deriver
+        assert d.stolen > 0 and d.backed_up > 0 and d.derived > d.stolen + d.backed_up
+        assert contents(serial) == contents(stolen) == contents(parallel)
+    finally:
+        for wh in (serial, stolen, parallel):
+            wh.close()
+
+
+def test_a_dead_worker_leaves_the_load_to_this_process():
+    store = InMemoryEventStore()
+    play_round(store, range(0, 3))
+
+    class Dead(DerivePool):
+        def submit(self, chunks: list[list[Any]]) -> list[Future[WorkerShare]]:
+            futures: list[Future[WorkerShare]] = []
+            for _ in chunks:
+                f: Future[WorkerShare] = Future()
+                f.set_exception(BrokenProcessPool("a worker died"))
+                futures.append(f)
+            return futures
+
+    serial = Warehouse(page_size=200, workers=0)
+    broken = Warehouse(page_size=200, workers=0)
+    broken.pool = Dead(1, min_streams=1, min_chunk=1)
+    try:
+        serial.catch_up(store)
+        broken.catch_up(store)
+        assert broken.pool.broken
+        assert contents(serial) == contents(broken)
+        assert broken.deriver.derived == serial.deriver.derived
+    finally:
+        serial.close()
+        broken.close()
+
+
+def test_workers_by_default_on_every_cpu_but_one(monkeypatch):
+    monkeypatch.delenv("COMPANYOS_ANALYTICS_WORKERS", raising=False)
+    monkeypatch.setattr(warehouse_module, "_cpus", lambda: 1)
+    assert default_workers() == 0
+    monkeypatch.setattr(warehouse_module, "_cpus", lambda: 4)
+    assert default_workers() == 3
+    monkeypatch.setenv("COMPANYOS_ANALYTICS_WORKERS", "0")
+    assert default_workers() == 0
+
+
+def test_workers_rest_while_the_load_gets_no_more_than_a_core():
+    """A page derived with the workers that got under ``min_share`` cores (the machine busy
+    with other work) sends the next pages to this process: 1, then 2, 4 ... up to 16 pages
+    before trying again; a page that got them resets it."""
+    pool = DerivePool(1, min_share=1.3)
+    assert pool.wanted()
+
+    def rests() -> int:
+        n = 0
+        while not pool.wanted():
+            n += 1
+        return n
+
+    pool.measured(1.0)
+    assert rests() == 1
+    for expected in (2, 4, 8, 16, 16):
+        pool.measured(1.1)
+        assert rests() == expected
+    pool.measured(1.9)
+    assert rests() == 0
+    pool.measured(0.8)
+    assert rests() == 1
