@@ -28,6 +28,8 @@ Python datetimes costs more than the whole move.
 from __future__ import annotations
 
 import os
+import re
+import sys
 import time
 from collections.abc import Callable, Mapping, Sequence
 from concurrent.futures import Future, ProcessPoolExecutor
@@ -274,7 +276,8 @@ def default_workers() -> int:
     worker costs CPU (each stream's events go to it pickled, its rows come back, it keeps caches
     of its own): 10-20% more in all. Where other work keeps every core busy it gains nothing,
     so `DerivePool` stops using its workers while a load gets no more than a core
-    (`bench/analytics.py` measures a load with and without them)."""
+    (`bench/analytics.py` measures a load with and without them). None by default in a
+    program whose main script a worker would run again (`spawn_is_safe`)."""
     value = os.environ.get("COMPANYOS_ANALYTICS_WORKERS")
     if value is not None:
         try:
@@ -283,7 +286,40 @@ def default_workers() -> int:
             raise ValueError(
                 f"COMPANYOS_ANALYTICS_WORKERS={value!r}: expected a whole number (0: none)"
             ) from None
+    if not spawn_is_safe():
+        return 0
     return max(0, _cpus() - 1)
+
+
+def spawn_is_safe() -> bool:
+    """Whether a spawned worker can start without running this program's own code again.
+
+    A spawned process imports the main script it was started from (as ``__mp_main__``): a
+    script run by its path whose top-level code is not under ``if __name__ == "__main__"``
+    would do its work a second time in every worker (write its files, start its server). So
+    workers are the default only where that cannot happen: ``python -m`` of a package's
+    ``__main__`` (which spawn never imports), an interactive session or ``python -c``, and a
+    script that tests ``__name__`` (every console script pip writes, ``companyos`` included,
+    guards its entry point so). Any program may still ask for workers (``workers=``, or
+    ``COMPANYOS_ANALYTICS_WORKERS``)."""
+    main = sys.modules.get("__main__")
+    if main is None:
+        return True
+    name = getattr(getattr(main, "__spec__", None), "name", None)
+    if name is not None:  # python -m NAME: spawn imports NAME again unless it is a __main__
+        return name == "__main__" or name.endswith(".__main__")
+    path = getattr(main, "__file__", None)
+    if path is None:
+        return True  # interactive, -c, stdin: nothing to import again
+    try:
+        source = Path(path).read_text(errors="replace")
+    except OSError:
+        return False
+    return _GUARD.search(source) is not None
+
+
+_GUARD = re.compile(r"""^if\s+__name__\s*==\s*['"]__main__['"]\s*:""", re.MULTILINE)
+"""A main script's guard of its entry point, at top level."""
 
 
 class DerivePool:
