@@ -3,10 +3,14 @@ playing (worlds are drawn from a seed, so tests read ids and values from the wor
 
 from __future__ import annotations
 
+import sqlite3
+from collections.abc import Iterator
+from contextlib import contextmanager
 from typing import Any
 
 from companyos.api import CompanyOSEnvironment, CompanyOSObservation
 from companyos.domain.model import World, effective_approver
+from companyos.events.sql import SQLEventStore
 from companyos.events.types import ChaosInjected
 
 
@@ -122,3 +126,23 @@ def served_chain(http: Any, episode_id: str) -> list[str]:
         out += [e["hash"] for e in body["events"]]
         seq = body["next_seq"]
     return out
+
+
+@contextmanager
+def failing_commit(store: SQLEventStore) -> Iterator[None]:
+    """The disk fails as ``store`` commits its open group (its transaction is rolled back and
+    the commit raises, as SQLite does on an I/O error); put right on leaving."""
+    real = store._commit_group
+
+    def failing() -> None:
+        if store._open:
+            store._writer().cursor().execute("ROLLBACK")
+            store._open = False
+            raise sqlite3.OperationalError("disk I/O error")
+        real()
+
+    store._commit_group = failing  # type: ignore[method-assign]
+    try:
+        yield
+    finally:
+        store._commit_group = real  # type: ignore[method-assign]

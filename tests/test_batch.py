@@ -5,7 +5,6 @@ call naming an episode outside the session's batch refused without writing anyth
 from __future__ import annotations
 
 import asyncio
-import sqlite3
 
 import pytest
 
@@ -15,6 +14,7 @@ from companyos.domain import plan
 from companyos.events import StoreError, first_broken_link
 from companyos.events.sql import SQLEventStore, sqlite_url
 
+from .helpers import failing_commit
 from .serving import running_server
 
 
@@ -62,19 +62,8 @@ def test_a_batch_the_store_fails_to_keep_leaves_the_episodes_as_the_store_has_th
     ids = [o.episode_id for o in env.reset_batch([{"seed": 5}, {"seed": 6}])]
     env.step_batch(_calls(env, ids))  # one step each, kept
     versions = [store.version(eid) for eid in ids]
-    real = store._commit_group
-
-    def failing() -> None:  # the disk fails as the batch's steps are committed
-        if store._open:
-            store._writer().cursor().execute("ROLLBACK")
-            store._open = False
-            raise sqlite3.OperationalError("disk I/O error")
-        real()
-
-    store._commit_group = failing  # type: ignore[method-assign]
-    with pytest.raises(StoreError):
+    with failing_commit(store), pytest.raises(StoreError):  # the disk fails at the commit
         env.step_batch(_calls(env, ids))
-    store._commit_group = real  # type: ignore[method-assign]
     assert [store.version(eid) for eid in ids] == versions  # nothing of the failed message
     for eid in ids:  # our copies are the store's again: step 1, and the next step is step 2
         assert env._batch[eid].world.step == 1

@@ -6,7 +6,6 @@ local server); each test gets a fresh schema.
 
 from __future__ import annotations
 
-import sqlite3
 import threading
 
 import orjson
@@ -34,6 +33,7 @@ from companyos.events.types import (
 )
 
 from .conftest import POSTGRES_URL, drop_postgres_schema, make_postgres_store
+from .helpers import failing_commit
 
 
 def sample(n: int, start: int = 0) -> list[Event]:
@@ -343,20 +343,9 @@ class TestSQLiteStore(SQLContract):
         store = self.store
         assert isinstance(store, SQLEventStore)
         store.append("f1", sample(1), -1)
-        real = store._commit_group
-
-        def failing() -> None:
-            if store._open:
-                store._writer().cursor().execute("ROLLBACK")
-                store._open = False
-                raise sqlite3.OperationalError("disk I/O error")
-            real()
-
-        store._commit_group = failing
-        with pytest.raises(StoreError), store.deferred_commit():
+        with failing_commit(store), pytest.raises(StoreError), store.deferred_commit():
             store.append("f1", sample(2, 1), 0)
             store.append("f2", sample(1), -1)
-        store._commit_group = real
         assert store.version("f1") == 0 and store.version("f2") == -1
         store.append("f1", sample(1, 5), 0)  # the store works on
         assert [r.event.ticket_id for r in store.read("f1")] == ["TKT-0", "TKT-5"]

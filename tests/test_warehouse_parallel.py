@@ -233,10 +233,13 @@ def test_workers_rest_while_the_load_gets_no_more_than_a_core():
     assert rests() == 1
 
 
-def _default_in(tmp_path: Path, script: str | None, code: str) -> str:
+def _default_in(tmp_path: Path, script: str | None, code: str, workers: str | None = None) -> str:
     """What `default_workers` answers in a fresh interpreter: running ``code`` as the script
-    ``script`` (by path), or with ``python -c`` when None."""
+    ``script`` (by path), or with ``python -c`` when None; ``workers``: the value of
+    COMPANYOS_ANALYTICS_WORKERS (None: unset)."""
     env = {k: v for k, v in os.environ.items() if k != "COMPANYOS_ANALYTICS_WORKERS"}
+    if workers is not None:
+        env["COMPANYOS_ANALYTICS_WORKERS"] = workers
     if script is None:
         argv = [sys.executable, "-c", code]
     else:
@@ -250,17 +253,11 @@ def _default_in(tmp_path: Path, script: str | None, code: str) -> str:
 ASK = "import companyos.analytics.warehouse as w\nw._cpus = lambda: 4\nprint(w.default_workers())\n"
 
 
-def test_no_default_workers_where_a_worker_would_run_the_main_script_again(tmp_path, monkeypatch):
+def test_no_default_workers_where_a_worker_would_run_the_main_script_again(tmp_path):
     # Unguarded top-level code would run again in every spawned worker: none by default.
     assert _default_in(tmp_path, "unguarded.py", ASK) == "0"
     guarded = "if __name__ == '__main__':\n" + "".join(f"    {line}\n" for line in ASK.splitlines())
     assert _default_in(tmp_path, "guarded.py", guarded) == "3"
     assert _default_in(tmp_path, None, ASK) == "3"  # python -c: nothing to import again
     # Asked for explicitly, a script gets them (guarding its entry point is then its business).
-    monkeypatch.setenv("COMPANYOS_ANALYTICS_WORKERS", "2")
-    path = tmp_path / "asks.py"
-    path.write_text("import companyos.analytics.warehouse as w\nprint(w.default_workers())\n")
-    out = subprocess.run(
-        [sys.executable, str(path)], capture_output=True, text=True, timeout=120, check=True
-    )
-    assert out.stdout.strip() == "2"
+    assert _default_in(tmp_path, "asks.py", ASK, workers="2") == "2"

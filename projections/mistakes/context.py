@@ -623,6 +623,12 @@ class Episode:
         for found in self.decisions():
             if found.label == label:
                 yield found
+        yield from self.went_ahead(label)
+
+    def went_ahead(self, label: str) -> Iterator[Suspect]:
+        """The work done where the task did not call for it (a request of a type it does not
+        allow, the approving branch's change to its ticket) that ``label`` names: pushing the
+        infeasible through, or the bad data it rested on."""
         for req in self.requests():
             if req.approval.approval_type not in self.allowed:
                 found = self.unwanted_request(req.i, req.approval)

@@ -16,12 +16,4 @@ DEFINITION = (
 
 
 def find(ep: Episode) -> Iterator[Suspect]:
-    for req in ep.requests():
-        if req.approval.approval_type not in ep.allowed:
-            found = ep.unwanted_request(req.i, req.approval)
-            if found is not None and found.label == LABEL:
-                yield found
-    for i, _, _, item in ep.changes():
-        found = ep.misled_change(i, item)
-        if found is not None and found.label == LABEL:
-            yield found
+    yield from ep.went_ahead(LABEL)
