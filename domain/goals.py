@@ -5,6 +5,8 @@ nothing changed that the task did not call for."""
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 from companyos.events.types import ApprovalGoal, Goal, TicketGoal
 
 from .approvalflow import request_object
@@ -189,53 +191,87 @@ def collateral(world: World) -> list[str]:
 def _ticket_damage(world: World, g: Goal) -> list[str]:
     base = world.baseline if world.baseline is not None else world.tickets
     wanted = {tg.ticket_id: tg for tg in g.tickets}
-    out = []
+    out: list[str] = []
     for tid, t in world.tickets.items():
         before = base.get(tid)
         if before is None or before is t:  # a ticket never touched is the very same object
             continue
-        tg = wanted.get(tid)
-        for name in EDITABLE:
-            old, new = before.get(name), t.get(name)
-            if old == new or (tg is not None and _called_for(tg, name, old, new)):
-                continue
-            out.append(f"{tid}.{name}")
+        out += ticket_damage(tid, before, t, wanted.get(tid))
     return out
+
+
+def ticket_damage(tid: str, before: Ticket, t: Ticket, tg: TicketGoal | None) -> list[str]:
+    """The fields of ticket ``tid`` changed from ``before`` to ``t`` that its goal ``tg`` (None:
+    the task has none for it) does not call for."""
+    out = []
+    for name in EDITABLE:
+        old, new = before.get(name), t.get(name)
+        if old == new or (tg is not None and _called_for(tg, name, old, new)):
+            continue
+        out.append(f"{tid}.{name}")
+    return out
+
+
+def request_slots(g: Goal) -> dict[str, list[int]]:
+    """Per approval type, the indices of the task's approvals of that type."""
+    slots: dict[str, list[int]] = {}
+    for i, ag in enumerate(g.approvals):
+        slots.setdefault(ag.approval_type, []).append(i)
+    return slots
 
 
 def _request_damage(world: World, g: Goal) -> list[str]:
     if not world.approvals:
         return []
-    slots: dict[str, list[int]] = {}
-    for i, ag in enumerate(g.approvals):
-        slots.setdefault(ag.approval_type, []).append(i)
-    out = []
+    slots = request_slots(g)
+    out: list[str] = []
     for a in world.approvals.values():
-        atype = world.approval_types.get(a.approval_type)
-        tag = f"{a.approval_id}:{a.approval_type}"
-        grants = atype is not None and atype.grants is not None
-        if atype is None or (a.approval_type not in slots and not (grants and g.access)):
-            out.append(tag)
-            continue
-        if a.approver != a.evidence.routed_to:
-            out.append(f"{tag}:approver")
-        about = request_object(atype, a.data)
-        if grants:
-            if about not in g.access:
-                out.append(f"{tag}:object")
-        elif (about != g.ticket_id and _names_ticket(world, a.approval_type)) or not any(
-            about_the_task(a, g.approvals[i]) for i in slots[a.approval_type]
-        ):
-            out.append(f"{tag}:object")  # another ticket, vendor, employee, report, ...
-        if a.evidence.duplicate_of is not None:
-            out.append(f"{tag}:duplicate")
-        if (
-            a.status == "approved"
-            and not grants
-            and not any(submission_ok(world, a, g, i) for i in slots[a.approval_type])
-        ):
-            out.append(f"{tag}:unfit")
+        out += request_damage(world, a, g, slots)
     return out
+
+
+def request_damage(
+    world: World,
+    a: Approval,
+    g: Goal,
+    slots: dict[str, list[int]],
+    ok: Callable[[World, Approval, Goal, int], bool] | None = None,
+) -> list[str]:
+    """What is wrong with request ``a`` for the task (``slots``: `request_slots` of its goal;
+    ``ok``: `submission_ok`, or a caller's memo of it)."""
+    ok = ok or submission_ok
+    atype = world.approval_types.get(a.approval_type)
+    tag = f"{a.approval_id}:{a.approval_type}"
+    grants = atype is not None and atype.grants is not None
+    if atype is None or (a.approval_type not in slots and not (grants and g.access)):
+        return [tag]
+    out = []
+    if a.approver != a.evidence.routed_to:
+        out.append(f"{tag}:approver")
+    about = request_object(atype, a.data)
+    if grants:
+        if about not in g.access:
+            out.append(f"{tag}:object")
+    elif (about != g.ticket_id and _names_ticket(world, a.approval_type)) or not any(
+        about_the_task(a, g.approvals[i]) for i in slots[a.approval_type]
+    ):
+        out.append(f"{tag}:object")  # another ticket, vendor, employee, report, ...
+    if a.evidence.duplicate_of is not None:
+        out.append(f"{tag}:duplicate")
+    if (
+        a.status == "approved"
+        and not grants
+        and not any(ok(world, a, g, i) for i in slots[a.approval_type])
+    ):
+        out.append(f"{tag}:unfit")
+    return out
+
+
+def names_priors(world: World, approval_type: str) -> bool:
+    """Requests of this type name earlier sign-offs: whether one is made right depends on
+    other requests too, not on itself alone."""
+    t = world.approval_types.get(approval_type)
+    return t is not None and any(f.kind == "approval" for f in t.fields)
 
 
 def _called_for(tg: TicketGoal, name: str, old: object, new: object) -> bool:

@@ -19,7 +19,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from companyos.domain import goals
-from companyos.domain.model import World
+from companyos.domain.model import Approval, Ticket, World
 from companyos.events.types import Goal
 
 FIELD_KINDS = {"priority": "set_priority", "assignee": "set_assignee"}
@@ -50,23 +50,151 @@ def _same(a: Any, b: Any) -> bool:
     )
 
 
+class GoalMemo:
+    """`goals`' verdicts on single requests and tickets, kept per object. A request or ticket
+    is immutable and a step replaces only what it changes, so a verdict holds while its object
+    (and the approval types it was judged against) is the very same: a step re-judges only the
+    request or ticket it touched, not every one. A request whose type names earlier sign-offs
+    depends on those too and is judged afresh each time."""
+
+    __slots__ = ("_ok", "_priors", "_requests", "_tickets", "_valid", "goal", "slots", "wanted")
+
+    def __init__(self, goal: Goal) -> None:
+        self.goal = goal
+        self.slots = goals.request_slots(goal)
+        self.wanted = {tg.ticket_id: tg for tg in goal.tickets}
+        self._ok: dict[tuple[int, int], tuple[Any, Any, Approval, bool]] = {}
+        self._valid: dict[int, tuple[Any, Any, list[Approval]]] = {}
+        self._tickets: dict[str, tuple[Ticket, Ticket, list[str]]] = {}
+        self._requests: dict[int, tuple[Any, Any, Approval, list[str]]] = {}
+        self._priors: tuple[Any, dict[str, bool]] = (_NOTHING, {})
+
+    def _alone(self, world: World, approval_type: str) -> bool:
+        """Whether a request of this type is judged on itself alone (`goals.names_priors`)."""
+        types, known = self._priors
+        if types is not world.approval_types:
+            known = {}
+            self._priors = (world.approval_types, known)
+        alone = known.get(approval_type)
+        if alone is None:
+            alone = known[approval_type] = not goals.names_priors(world, approval_type)
+        return alone
+
+    def submission_ok(self, world: World, a: Approval, goal: Goal, index: int) -> bool:
+        """`goals.submission_ok` of the memo's goal (``goal`` is it: the signature is the
+        function's, so that `goals.request_damage` can take either). Kept per submission, not
+        per request object: polls and decisions replace the request but not what was submitted
+        (its evidence, data, approver, type and ticket), which is all the verdict reads."""
+        ev = a.evidence
+        key = (id(ev), index)
+        types = world.approval_types
+        hit = self._ok.get(key)
+        if hit is not None and hit[0] is ev and hit[1] is types and _submitted(hit[2], a):
+            return hit[3]
+        value = goals.submission_ok(world, a, self.goal, index)
+        if self._alone(world, a.approval_type):
+            if len(self._ok) >= _KEPT:
+                self._ok.clear()
+            self._ok[key] = (ev, types, a, value)  # holding ``ev``: its id cannot be reused
+        return value
+
+    def valid_submissions(self, world: World, index: int) -> list[Approval]:
+        """`goals.valid_submissions`, asked again only when the requests changed."""
+        hit = self._valid.get(index)
+        if hit is not None and hit[0] is world.approvals and hit[1] is world.approval_types:
+            return hit[2]
+        ok, goal = self.submission_ok, self.goal
+        out = [a for a in world.approvals.values() if ok(world, a, goal, index)]
+        self._valid[index] = (world.approvals, world.approval_types, out)
+        return out
+
+    def approved(self, world: World, index: int) -> bool:
+        """`goals.approved`."""
+        return any(a.status == "approved" for a in self.valid_submissions(world, index))
+
+    def collateral(self, world: World) -> int:
+        """``len(goals.collateral(world))``, each ticket and request judged once per object."""
+        n = 0
+        base = world.baseline if world.baseline is not None else world.tickets
+        kept_t = self._tickets
+        for tid, t in world.tickets.items():
+            before = base.get(tid)
+            if before is None or before is t:
+                continue
+            hit = kept_t.get(tid)
+            if hit is None or hit[0] is not before or hit[1] is not t:
+                hit = kept_t[tid] = (
+                    before,
+                    t,
+                    goals.ticket_damage(tid, before, t, self.wanted.get(tid)),
+                )
+            n += len(hit[2])
+        if not world.approvals:
+            return n
+        kept_r, types = self._requests, world.approval_types
+        if len(kept_r) >= _KEPT:
+            kept_r.clear()
+        for a in world.approvals.values():
+            ev = a.evidence
+            hit_r = kept_r.get(id(ev))
+            if (
+                hit_r is not None
+                and hit_r[0] is ev
+                and hit_r[1] is types
+                and _submitted(hit_r[2], a)
+                and hit_r[2].approval_id == a.approval_id
+                and (hit_r[2].status == "approved") == (a.status == "approved")
+            ):
+                n += len(hit_r[3])
+                continue
+            found = goals.request_damage(world, a, self.goal, self.slots, self.submission_ok)
+            if self._alone(world, a.approval_type):
+                kept_r[id(ev)] = (ev, types, a, found)
+            n += len(found)
+        return n
+
+
+def _submitted(kept: Approval, a: Approval) -> bool:
+    """``a`` is ``kept`` as submitted (same evidence known): polls and decisions since aside."""
+    return (
+        kept.data is a.data
+        and kept.approver == a.approver
+        and kept.approval_type == a.approval_type
+        and kept.ticket_id == a.ticket_id
+    )
+
+
+_KEPT = 4096
+"""Verdicts a memo keeps at most (an episode has a few dozen requests and tickets; forks of a
+long episode more)."""
+
+
 class Collateral:
     """How many things the agent changed or asked for that the task did not call for
     (`goals.collateral`), counted again only when the tickets, their baseline or the approvals
-    are other objects than last time (the world replaces only what a step changes). The `clean`
-    milestone and the reward's damage term share one, so a step counts at most once."""
+    are other objects than last time (the world replaces only what a step changes), and then
+    only for the tickets and requests that changed (`GoalMemo`). The `clean` milestone and the
+    reward's damage term share one, so a step counts at most once."""
 
-    __slots__ = ("_key", "_n")
+    __slots__ = ("_key", "_memo", "_n")
 
-    def __init__(self) -> None:
+    def __init__(self, memo: GoalMemo | None = None) -> None:
         self._key: tuple[Any, Any, Any] = (_NOTHING, _NOTHING, _NOTHING)
         self._n = 0
+        self._memo = memo
 
     def __call__(self, world: World) -> int:
         key = self._key
         if world.tickets is key[0] and world.approvals is key[2] and world.baseline is key[1]:
             return self._n
-        n = len(goals.collateral(world)) if world.task is not None else 0
+        if world.task is None:
+            n = 0
+        elif self._memo is not None and (
+            self._memo.goal is world.task.goal or self._memo.goal == world.task.goal
+        ):
+            n = self._memo.collateral(world)
+        else:
+            n = len(goals.collateral(world))
         self._key, self._n = (world.tickets, world.baseline, world.approvals), n
         return n
 
@@ -75,14 +203,19 @@ class MilestoneGraph:
     """A task's milestones in dependency order, with the memo described above."""
 
     def __init__(
-        self, milestones: tuple[Milestone, ...], collateral: Collateral | None = None
+        self,
+        milestones: tuple[Milestone, ...],
+        collateral: Collateral | None = None,
+        memo: GoalMemo | None = None,
     ) -> None:
         self.milestones = milestones
         self.ids = tuple(m.id for m in milestones)
         self.success_id = milestones[-1].id
         self._memo: list[tuple[Any, bool]] = [(_NOTHING, False)] * len(milestones)
         self._phi: dict[tuple[int, frozenset[str]], tuple[Any, float]] = {}
-        self._collateral = collateral if collateral is not None else Collateral()
+        self._collateral = collateral if collateral is not None else Collateral(memo)
+        self.memo = memo
+        """The per-submission verdicts the predicates share (None: a graph built without)."""
         self.metrics: tuple[str, ...] = ()
         """The goal's metrics: the only part of a predicate that the clock alone changes."""
         self._last: tuple[Any, int, int, frozenset[str]] | None = None
@@ -177,7 +310,8 @@ def milestones_for(goal: Goal) -> MilestoneGraph:
     """The task's milestones in dependency order (every prerequisite comes first)."""
     g = goal
     ms: list[Milestone] = []
-    damage = Collateral()
+    memo = GoalMemo(g)
+    damage = Collateral(memo)
     settled_memo: list[Any] = [_NOTHING, False]
 
     def approvals(w: World) -> Any:
@@ -191,7 +325,7 @@ def milestones_for(goal: Goal) -> MilestoneGraph:
             return False
         # Read by the freshness milestones every step; it depends only on the requests.
         if w.approvals is not settled_memo[0]:
-            settled_memo[:] = [w.approvals, bool(goals.valid_submissions(w, g, 0))]
+            settled_memo[:] = [w.approvals, bool(memo.valid_submissions(w, 0))]
         return bool(settled_memo[1])
 
     ready: list[str] = []
@@ -299,7 +433,7 @@ def milestones_for(goal: Goal) -> MilestoneGraph:
                 lambda w, _t=g.ticket_id: w.tickets.get(_t),
             )
         )
-        return _with_metrics(MilestoneGraph(tuple(ms), damage), g)
+        return _with_metrics(MilestoneGraph(tuple(ms), damage, memo), g)
     before: tuple[str, ...] = tuple(ready)
     for i, ag in enumerate(g.approvals):
         final = i == len(g.approvals) - 1
@@ -309,7 +443,7 @@ def milestones_for(goal: Goal) -> MilestoneGraph:
                 sid,
                 "valid_submission",
                 before,
-                lambda w, _i=i: bool(goals.valid_submissions(w, g, _i)),
+                lambda w, _i=i: bool(memo.valid_submissions(w, _i)),
                 approvals,
             )
         )
@@ -318,7 +452,7 @@ def milestones_for(goal: Goal) -> MilestoneGraph:
                 aid,
                 "approved",
                 (sid, "clean") if final else (sid,),
-                lambda w, _i=i: goals.approved(w, g, _i),
+                lambda w, _i=i: memo.approved(w, _i),
                 approvals,
             )
         )
@@ -326,7 +460,7 @@ def milestones_for(goal: Goal) -> MilestoneGraph:
     clean = next(m for m in ms if m.id == "clean")
     ms.remove(clean)
     ms.insert(len(ms) - 1, clean)  # just before the end it guards
-    return _with_metrics(MilestoneGraph(tuple(ms), damage), g)
+    return _with_metrics(MilestoneGraph(tuple(ms), damage, memo), g)
 
 
 def _with_metrics(graph: MilestoneGraph, goal: Goal) -> MilestoneGraph:

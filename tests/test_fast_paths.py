@@ -4,7 +4,8 @@
   validated, field for field, and so has the same payload and hash.
 - The milestone graph's memo (whole-world and per-milestone) gives, after every step, the
   milestones that a fresh graph evaluating every predicate gives; so do its collateral count
-  and its "finished" test; and the world folded while deciding equals the fold of the log.
+  (also against `goals.collateral`), its per-submission verdicts (against `goals`) and its
+  "finished" test; and the world folded while deciding equals the fold of the log.
 """
 
 from __future__ import annotations
@@ -42,7 +43,14 @@ def _play(seed: int, task: int, difficulty: int, actions: list) -> None:
             assert canonical(again.payload()) == canonical(live.payload())
         fresh = milestones_for(ep.world.task.goal)  # type: ignore[union-attr]
         assert ep.graph.achieved(ep.world) == fresh._evaluate(ep.world) == ep.score.achieved
-        assert ep.graph.damage(ep.world) == fresh.damage(ep.world)
+        assert (
+            ep.graph.damage(ep.world) == fresh.damage(ep.world) == len(goals.collateral(ep.world))
+        )
+        g, memo = ep.world.task.goal, ep.graph.memo  # type: ignore[union-attr]
+        assert memo is not None
+        for i in range(len(g.approvals)):  # the per-submission memo against the functions
+            assert memo.valid_submissions(ep.world, i) == goals.valid_submissions(ep.world, g, i)
+            assert memo.approved(ep.world, i) == goals.approved(ep.world, g, i)
         assert ep.graph.finished(ep.world) == goals.finished(ep.world)
         assert ep.world == fold(r.event for r in env.store.read(ep.id))  # deciding = after
         if obs.done:
@@ -95,3 +103,45 @@ def test_an_original_worlds_start_equals_the_fold_of_its_opening_events():
                 events = build_episode(task, seed, difficulty)
                 assert start_world(events) == fold(events)
                 assert start_world(events) == fold(events)  # the kept one too
+
+
+def test_a_request_verdict_follows_its_status():
+    """The memo keeps verdicts per submission: a decision on the same submission (an unfit
+    request approved, then rejected) must still be seen."""
+    for task in range(len(FAMILY_NAMES)):
+        env = CompanyOSEnvironment(InMemoryEventStore())
+        env.reset(seed=task, task_id=task, difficulty=1)
+        ep = env.episode
+        assert ep is not None
+        for _ in range(60):  # the oracle until its first request is out
+            if ep.world.approvals or ep.world.ended:
+                break
+            call = plan(ep.world)
+            if call is None:
+                break
+            env.step(call.as_action())
+            ep = env.episode
+            assert ep is not None
+        if not ep.world.approvals:
+            continue
+        graph = milestones_for(ep.world.task.goal)  # type: ignore[union-attr]
+        memo = graph.memo
+        assert memo is not None
+        aid, a = next(iter(ep.world.approvals.items()))
+        unfit = a._replace(evidence=a.evidence._replace(unread=("made up",)))
+        worlds = [
+            ep.world._replace(approvals={**ep.world.approvals, aid: unfit}),
+            ep.world._replace(
+                approvals={**ep.world.approvals, aid: unfit._replace(status="approved")}
+            ),
+            ep.world._replace(
+                approvals={**ep.world.approvals, aid: unfit._replace(status="rejected")}
+            ),
+            ep.world._replace(approvals={**ep.world.approvals, aid: a._replace(status="approved")}),
+        ]
+        g = ep.world.task.goal  # type: ignore[union-attr]
+        for w in worlds * 2:  # twice: the second pass answers from the memo
+            assert memo.collateral(w) == len(goals.collateral(w)), task
+            for i in range(len(g.approvals)):
+                assert memo.valid_submissions(w, i) == goals.valid_submissions(w, g, i)
+                assert memo.approved(w, i) == goals.approved(w, g, i)
