@@ -40,6 +40,7 @@ from companyos.domain.model import (
 from companyos.domain.rng import episode_rng
 from companyos.events import NEW_STREAM, ConcurrencyConflict, EventStore, RecordedEvent
 from companyos.events.snapshots import Snapshot as StoredSnapshot
+from companyos.events.store import Head
 from companyos.events.types import (
     EpisodeEnded,
     EpisodeStarted,
@@ -54,8 +55,8 @@ from companyos.projections import (
     RewardProfile,
     ScoreState,
     get_profile,
+    graph_for,
     initial_score,
-    milestones_for,
     replay,
     resume,
     score_step,
@@ -101,7 +102,8 @@ class EpisodeExists(ResetError):
 
 @dataclass(frozen=True, slots=True)
 class StepResult:
-    events: list[RecordedEvent]
+    head: Head
+    """The stream's last event after the step."""
     caused: list[Event]
     reward: float
     outcome: str | None
@@ -134,10 +136,10 @@ def check_episode_id(episode_id: Any) -> str:
     return episode_id
 
 
-def _create(store: EventStore, episode_id: str, events: list[Event]) -> list[RecordedEvent]:
+def _create(store: EventStore, episode_id: str, events: list[Event]) -> Head:
     """Append a new stream; another reset that took the same id first is a conflict on the id."""
     try:
-        return store.append(episode_id, events, NEW_STREAM)
+        return store.extend(episode_id, events, NEW_STREAM)
     except ConcurrencyConflict:
         raise EpisodeExists(f"episode {episode_id!r} already exists: pick a new id") from None
 
@@ -243,15 +245,15 @@ class Episode:
             )
         except UnknownScenario as exc:
             raise ResetError(str(exc)) from None
-        recorded = _create(store, episode_id, events)
+        head = _create(store, episode_id, events)
         world = start_world(events)
         assert world.task is not None
-        graph = milestones_for(world.task.goal)
+        graph = graph_for(world.task.goal)  # shared by the instance's episodes
         return cls(
             store,
             episode_id,
             world,
-            recorded[-1].seq,
+            head.version,
             graph,
             profile,
             initial_score(world, graph, profile),
@@ -403,20 +405,20 @@ class Episode:
         if s.outcome is not None:
             tail.append(EpisodeEnded(outcome=s.outcome, step=world.step))  # type: ignore[arg-type]
             world = world._replace(outcome=s.outcome)
-        recorded = self.store.append(self.id, [*caused, *tail], before.version)
-        self.snapshot = Snapshot(world, score, recorded[-1].seq)
-        if recorded[-1].seq - self.stored_at >= SNAPSHOT_EVERY:
-            self.keep_snapshot(recorded[-1].hash)
-        return StepResult(recorded, caused, s.reward, s.outcome)
+        head = self.store.extend(self.id, [*caused, *tail], before.version)
+        self.snapshot = Snapshot(world, score, head.version)
+        if head.version - self.stored_at >= SNAPSHOT_EVERY:
+            self.keep_snapshot(head.hash)
+        return StepResult(head, caused, s.reward, s.outcome)
 
     def abandon(self) -> None:
         """Close a live episode that its player left (a new reset in the same session)."""
         before = self.snapshot
         if before.world.ended:
             return
-        recorded = self.store.append(
+        head = self.store.extend(
             self.id, [EpisodeEnded(outcome="abandoned", step=before.world.step)], before.version
         )
         self.snapshot = before._replace(
-            world=before.world._replace(outcome="abandoned"), version=recorded[-1].seq
+            world=before.world._replace(outcome="abandoned"), version=head.version
         )

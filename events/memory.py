@@ -19,6 +19,7 @@ from .store import (
     GENESIS,
     ConcurrencyConflict,
     EventStore,
+    Head,
     RecordedEvent,
     StreamInfo,
     chained,
@@ -61,19 +62,38 @@ class InMemoryEventStore(EventStore):
     def append(
         self, stream: str, events: Sequence[Event], expected_version: int
     ) -> list[RecordedEvent]:
+        recorded: list[RecordedEvent] = []
+        self._write(stream, events, expected_version, recorded)
+        return recorded
+
+    def extend(self, stream: str, events: Sequence[Event], expected_version: int) -> Head:
+        if not events:
+            raise ValueError("extend needs at least one event")
+        row = self._write(stream, events, expected_version, None)
+        assert row is not None
+        return Head(row[1], row[6])
+
+    def _write(
+        self,
+        stream: str,
+        events: Sequence[Event],
+        expected_version: int,
+        recorded: list[RecordedEvent] | None,
+    ) -> Row | None:
+        """Append ``events`` (into ``recorded`` too, as records, unless None); the last row."""
         with self._lock:
             current = self._streams.get(stream)
             actual = current[-1][1] if current else -1
             if actual != expected_version:
                 raise ConcurrencyConflict(stream, expected_version, actual)
             if not events:
-                return []
+                return None
             h = current[-1][6] if current else GENESIS
             at = now()
             position = len(self._log)
             seq = expected_version
-            recorded, rows = [], []
-            # `store.seal`, inlined: the rows and the records are built in the same pass.
+            rows: list[Row] = []
+            # `store.seal`, inlined: the rows (and the records) are built in the same pass.
             for ev in events:
                 seq += 1
                 position += 1
@@ -81,11 +101,12 @@ class InMemoryEventStore(EventStore):
                 data, data_json = payload_json(ev)
                 h = chained(h, seq, ev, data_json)
                 rows.append((stream, seq, position, kind, version, data_json, h, at))
-                recorded.append(
-                    RecordedEvent(
-                        stream, seq, position, f"{stream}:{seq}", kind, version, data, h, at, ev
+                if recorded is not None:
+                    recorded.append(
+                        RecordedEvent(
+                            stream, seq, position, f"{stream}:{seq}", kind, version, data, h, at, ev
+                        )
                     )
-                )
             self._log.extend(rows)
             if current is None:
                 self._streams[stream] = rows
@@ -93,7 +114,7 @@ class InMemoryEventStore(EventStore):
                 self._created[stream] = (at, rows[0][2])
             else:
                 current.extend(rows)
-            return recorded
+            return rows[-1]
 
     def _info(self, stream: str) -> StreamInfo:
         rows = self._streams[stream]

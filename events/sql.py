@@ -17,7 +17,7 @@ import threading
 import time
 from collections.abc import Iterator, Sequence
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any, Literal, NamedTuple
 
 import orjson
 from sqlalchemy import (
@@ -46,7 +46,9 @@ from .store import (
     GENESIS,
     ConcurrencyConflict,
     EventStore,
+    Head,
     RecordedEvent,
+    SealedEvent,
     StoreError,
     StreamInfo,
     now,
@@ -251,6 +253,19 @@ _UNBOUNDED = 2**62
 """A group size no block of appends reaches (`SQLEventStore.deferred_commit`)."""
 
 
+class _Written(NamedTuple):
+    """What one append wrote: its records are made only for a caller that wants them."""
+
+    stream: str
+    sealed: list[SealedEvent]
+    positions: list[int]
+    at: float
+
+    def records(self) -> list[RecordedEvent]:
+        stream, at = self.stream, self.at
+        return [s.recorded(stream, p, at) for s, p in zip(self.sealed, self.positions, strict=True)]
+
+
 class SQLEventStore(EventStore):
     """Event store on any SQLAlchemy URL (``sqlite:///file.db``, ``postgresql+psycopg://...``).
 
@@ -433,6 +448,20 @@ class SQLEventStore(EventStore):
     def append(
         self, stream: str, events: Sequence[Event], expected_version: int
     ) -> list[RecordedEvent]:
+        written = self._write(stream, events, expected_version)
+        return written.records() if written is not None else []
+
+    def extend(self, stream: str, events: Sequence[Event], expected_version: int) -> Head:
+        if not events:
+            raise ValueError("extend needs at least one event")
+        written = self._write(stream, events, expected_version)
+        assert written is not None
+        last = written.sealed[-1]
+        return Head(last.seq, last.hash)
+
+    def _write(
+        self, stream: str, events: Sequence[Event], expected_version: int
+    ) -> _Written | None:
         with self._wlock:
             try:
                 if self.group_commit > 1:
@@ -459,7 +488,7 @@ class SQLEventStore(EventStore):
 
     def _append_grouped(
         self, stream: str, events: Sequence[Event], expected_version: int
-    ) -> list[RecordedEvent]:
+    ) -> _Written | None:
         cur = self._writer().cursor()
         if not self._open:
             self._begin(cur)
@@ -545,7 +574,8 @@ class SQLEventStore(EventStore):
 
     def _append(
         self, cur: Any, stream: str, events: Sequence[Event], expected_version: int
-    ) -> list[RecordedEvent]:
+    ) -> _Written | None:
+        """Write ``events`` inside the open transaction (None: there were none)."""
         q = self._sql
         grouped = self._open
         head = self._heads.get(stream) if grouped else None
@@ -557,7 +587,7 @@ class SQLEventStore(EventStore):
         if actual != expected_version:
             raise ConcurrencyConflict(stream, expected_version, actual)
         if not events:
-            return []
+            return None
         sealed = seal(stream, events, expected_version, head[1] if head else GENESIS)
         at = now()
         params: list[Any] = []
@@ -592,7 +622,7 @@ class SQLEventStore(EventStore):
             q.advance.run(cur, sid=stream, v=last.seq, h=last.hash, at=at)
         if grouped:
             self._heads[stream] = (last.seq, last.hash)
-        return [s.recorded(stream, pos, at) for s, pos in zip(sealed, positions, strict=True)]
+        return _Written(stream, sealed, positions, at)
 
     def _insert_sql(self, n: int) -> str:
         """INSERT of ``n`` events RETURNING (position, seq), in the driver's parameter style."""

@@ -69,6 +69,13 @@ class StreamInfo:
     updated_at: float
 
 
+class Head(NamedTuple):
+    """A stream's last event: its seq (the stream's version) and its hash."""
+
+    version: int
+    hash: str
+
+
 class SealedEvent(NamedTuple):
     """An event with its seq and hash fixed, ready for a backend to write."""
 
@@ -99,10 +106,19 @@ class SealedEvent(NamedTuple):
 
 
 _SETUP_TYPES = frozenset(
-    {"TaskAssigned", "ApprovalTypeDefined", "ApproverRegistered", "TicketCreated", "MetricRecorded"}
+    {
+        "TaskAssigned",
+        "AppRulesSet",
+        "ApprovalTypeDefined",
+        "ApproverRegistered",
+        "TicketCreated",
+        "MetricRecorded",
+        "ChaosInjected",
+    }
 )
-"""Events that describe an instance's initial world: the very same objects open every episode
-of a (cached) instance, so their canonical JSON is worth keeping."""
+"""Events that describe an instance's initial world (its rules and set-up chaos included): the
+very same objects open every episode of a (cached) instance, so their canonical JSON and hashes
+are worth keeping. A live `ChaosInjected` is kept too: a few per episode, harmless."""
 _JSON_CACHE: dict[int, tuple[Event, dict[str, Any], bytes]] = {}
 _JSON_CACHE_MAX = 16_384  # about 300 instances' opening events
 
@@ -187,6 +203,16 @@ class EventStore(abc.ABC):
         """Append atomically if the stream is at ``expected_version``; else raise
         `ConcurrencyConflict` and write nothing."""
 
+    def extend(self, stream: str, events: Sequence[Event], expected_version: int) -> Head:
+        """`append`, handing back only the stream's new head, not the records: for a writer
+        that keeps its own state (an episode stepping) and would throw them away. Atomic and
+        optimistic as `append`; ``events`` must not be empty. Backends override it to skip
+        building the records."""
+        if not events:
+            raise ValueError("extend needs at least one event")
+        last = self.append(stream, events, expected_version)[-1]
+        return Head(last.seq, last.hash)
+
     @abc.abstractmethod
     def read(
         self, stream: str, from_seq: int = 0, to_seq: int | None = None
@@ -259,6 +285,7 @@ __all__ = [
     "NEW_STREAM",
     "ConcurrencyConflict",
     "EventStore",
+    "Head",
     "RecordedEvent",
     "SealedEvent",
     "StoreError",

@@ -3,7 +3,14 @@ summaries."""
 
 from __future__ import annotations
 
-from .milestones import Milestone, MilestoneGraph, achieved, milestones_for, progress
+from .milestones import (
+    Milestone,
+    MilestoneGraph,
+    achieved,
+    graph_for,
+    milestones_for,
+    progress,
+)
 from .mistakes import LABELS, Mistake, analyse, decisive, mistakes
 from .observation import render_result, render_world, tool_manifest
 from .replay import Replay, StepRecord, cached_rewards, replay, resume
@@ -38,6 +45,7 @@ __all__ = [
     "decisive",
     "dominance_margin",
     "get_profile",
+    "graph_for",
     "headline",
     "initial_score",
     "milestones_for",

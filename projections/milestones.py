@@ -14,6 +14,8 @@ that depend on the clock (data freshness) have no part and are always evaluated.
 
 from __future__ import annotations
 
+import threading
+from collections import OrderedDict
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from typing import Any
@@ -164,9 +166,9 @@ def _submitted(kept: Approval, a: Approval) -> bool:
     )
 
 
-_KEPT = 4096
-"""Verdicts a memo keeps at most (an episode has a few dozen requests and tickets; forks of a
-long episode more)."""
+_KEPT = 1024
+"""Verdicts a memo keeps at most (an episode has a few requests; a graph shared by the episodes
+of an instance sees more, `graph_for`)."""
 
 
 class Collateral:
@@ -176,17 +178,17 @@ class Collateral:
     only for the tickets and requests that changed (`GoalMemo`). The `clean` milestone and the
     reward's damage term share one, so a step counts at most once."""
 
-    __slots__ = ("_key", "_memo", "_n")
+    __slots__ = ("_kept", "_memo")
 
     def __init__(self, memo: GoalMemo | None = None) -> None:
-        self._key: tuple[Any, Any, Any] = (_NOTHING, _NOTHING, _NOTHING)
-        self._n = 0
+        self._kept: tuple[Any, Any, Any, int] = (_NOTHING, _NOTHING, _NOTHING, 0)
         self._memo = memo
 
     def __call__(self, world: World) -> int:
-        key = self._key
-        if world.tickets is key[0] and world.approvals is key[2] and world.baseline is key[1]:
-            return self._n
+        # One tuple, read and replaced whole: a graph may be shared between threads.
+        tickets, baseline, approvals, n = self._kept
+        if world.tickets is tickets and world.approvals is approvals and world.baseline is baseline:
+            return n
         if world.task is None:
             n = 0
         elif self._memo is not None and (
@@ -195,7 +197,7 @@ class Collateral:
             n = self._memo.collateral(world)
         else:
             n = len(goals.collateral(world))
-        self._key, self._n = (world.tickets, world.baseline, world.approvals), n
+        self._kept = (world.tickets, world.baseline, world.approvals, n)
         return n
 
 
@@ -312,7 +314,7 @@ def milestones_for(goal: Goal) -> MilestoneGraph:
     ms: list[Milestone] = []
     memo = GoalMemo(g)
     damage = Collateral(memo)
-    settled_memo: list[Any] = [_NOTHING, False]
+    settled_memo: list[tuple[Any, bool]] = [(_NOTHING, False)]
 
     def approvals(w: World) -> Any:
         return w.approvals
@@ -324,9 +326,11 @@ def milestones_for(goal: Goal) -> MilestoneGraph:
         if not g.approvals:
             return False
         # Read by the freshness milestones every step; it depends only on the requests.
-        if w.approvals is not settled_memo[0]:
-            settled_memo[:] = [w.approvals, bool(memo.valid_submissions(w, 0))]
-        return bool(settled_memo[1])
+        approvals, value = settled_memo[0]
+        if w.approvals is not approvals:
+            value = bool(memo.valid_submissions(w, 0))
+            settled_memo[0] = (w.approvals, value)
+        return value
 
     ready: list[str] = []
     for j, tg in enumerate(g.tickets):
@@ -461,6 +465,31 @@ def milestones_for(goal: Goal) -> MilestoneGraph:
     ms.remove(clean)
     ms.insert(len(ms) - 1, clean)  # just before the end it guards
     return _with_metrics(MilestoneGraph(tuple(ms), damage, memo), g)
+
+
+_GRAPHS: OrderedDict[int, tuple[Goal, MilestoneGraph]] = OrderedDict()
+_GRAPHS_LOCK = threading.Lock()
+GRAPHS_KEPT = 64
+"""Goals whose graph `graph_for` keeps (the instances a training loop cycles through)."""
+
+
+def graph_for(goal: Goal) -> MilestoneGraph:
+    """`milestones_for`, shared by every episode whose task is this very goal object (the
+    episodes of a cached instance): its memos carry over, so an instance played again starts
+    with its first score known and re-judges nothing it judged before. Sharing between
+    episodes and threads is safe: every memo entry is one immutable tuple, checked by the
+    identity of what it was computed from, whichever episode asked."""
+    with _GRAPHS_LOCK:
+        hit = _GRAPHS.get(id(goal))
+        if hit is not None and hit[0] is goal:
+            _GRAPHS.move_to_end(id(goal))
+            return hit[1]
+    graph = milestones_for(goal)
+    with _GRAPHS_LOCK:
+        _GRAPHS[id(goal)] = (goal, graph)  # holding the goal: its id cannot be reused
+        while len(_GRAPHS) > GRAPHS_KEPT:
+            _GRAPHS.popitem(last=False)
+    return graph
 
 
 def _with_metrics(graph: MilestoneGraph, goal: Goal) -> MilestoneGraph:

@@ -119,6 +119,21 @@ class StoreContract:
             (r.seq, r.position, r.hash, r.data, r.type) for r in recorded
         ]
 
+    def test_extend_writes_what_append_writes_and_hands_back_the_head(self):
+        head = self.store.extend("s1", sample(3), -1)
+        self.store.append("s2", sample(3), -1)
+        head = self.store.extend("s1", sample(2, 10), head.version)
+        self.store.append("s2", sample(2, 10), 2)
+        one, two = self.store.read("s1"), self.store.read("s2")
+        assert (head.version, head.hash) == (one[-1].seq, one[-1].hash) == (4, two[-1].hash)
+        assert [(r.seq, r.hash, r.data) for r in one] == [(r.seq, r.hash, r.data) for r in two]
+        assert first_broken_link(one) is None
+        with pytest.raises(ConcurrencyConflict):
+            self.store.extend("s1", sample(1), 3)
+        with pytest.raises(ValueError, match="at least one event"):
+            self.store.extend("s1", [], 4)
+        assert self.store.version("s1") == 4 and len(self.store.read("s1")) == 5
+
     # ------------------------------------------------------------------ optimistic concurrency
 
     def test_conflict_when_stream_exists(self):

@@ -521,7 +521,13 @@ def episode_events(
         agent=agent,
         show_progress=show_progress,
     )
-    assigned = events[0]
+    return [started, _assigned(task_id, difficulty, seed), *events[1:]]
+
+
+@functools.lru_cache(maxsize=1024)
+def _assigned(task_id: str, difficulty: int, seed: int) -> TaskAssigned:
+    """The task event naming its instance: kept, so that an instance played again opens with
+    the very same event objects (the store keeps the JSON and hashes of those)."""
+    assigned = setup(task_id, difficulty)[0][0]
     assert isinstance(assigned, TaskAssigned)
-    named = assigned.model_copy(update={"instance_id": instance_id(task_id, difficulty, seed)})
-    return [started, named, *events[1:]]
+    return assigned.model_copy(update={"instance_id": instance_id(task_id, difficulty, seed)})
