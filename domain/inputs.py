@@ -63,6 +63,15 @@ def hostile(value: Any, skip: Iterable[tuple[str | int, ...]] = ()) -> Hostile |
     """The first value inside ``value`` (keys included) that is no text or no number this API
     can keep, or None. Subtrees whose path is in ``skip`` are not looked at (their owner
     judges them: a tool call's params are the environment's to refuse, with a penalty)."""
+    if type(value) is dict and all(
+        type(k) is str and _plain(k) and _plain(v) for k, v in value.items()
+    ):
+        return None  # the usual case (reset options, flat params): nothing to walk
+    return walk(value, skip)
+
+
+def walk(value: Any, skip: Iterable[tuple[str | int, ...]] = ()) -> Hostile | None:
+    """`hostile`, the long way: every value looked at."""
     skipped = frozenset(skip)
     stack: list[tuple[tuple[str | int, ...], Any]] = [((), value)]
     seen = 0
@@ -93,6 +102,19 @@ def hostile(value: Any, skip: Iterable[tuple[str | int, ...]] = ()) -> Hostile |
         if problem is not None:
             return Hostile(where, problem)
     return None
+
+
+def _plain(v: Any) -> bool:
+    """``v`` is a value `hostile` passes without looking further: None, a bool, an ASCII text
+    without NUL, an integer in range or a finite float (anything else takes the long way)."""
+    t = type(v)
+    if t is str:
+        return v.isascii() and "\x00" not in v
+    if t is int:
+        return -MAX_INT - 1 <= v <= MAX_INT
+    if t is float:
+        return math.isfinite(v)
+    return v is None or t is bool
 
 
 def printable_key(key: Any) -> str:

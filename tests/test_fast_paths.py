@@ -145,3 +145,21 @@ def test_a_request_verdict_follows_its_status():
             for i in range(len(g.approvals)):
                 assert memo.valid_submissions(w, i) == goals.valid_submissions(w, g, i)
                 assert memo.approved(w, i) == goals.approved(w, g, i)
+
+
+_scalars = st.one_of(
+    st.none(),
+    st.booleans(),
+    st.integers(-(2**70), 2**70),
+    st.floats(allow_nan=True, allow_infinity=True),
+    st.text(),
+    st.text(alphabet=st.characters(min_codepoint=0, max_codepoint=0xDFFF), max_size=8),
+)
+
+
+@settings(max_examples=400, deadline=None)
+@given(st.dictionaries(st.one_of(st.text(max_size=6), st.integers()), _scalars, max_size=8))
+def test_the_input_check_of_a_flat_mapping_equals_the_long_way(value):
+    from companyos.domain.inputs import hostile, walk
+
+    assert hostile(value) == walk(value)
