@@ -324,14 +324,22 @@ def start_world(events: list[Event]) -> World:
     parsed = parse_instance_id(task.instance_id)
     if parsed is None:  # the original's fixed world (`domain.original`)
         # Its world events are the same objects for every seed (`original.setup`): fold them
-        # once; `EpisodeStarted` and `TaskAssigned` set only ``info`` and ``task``, which no
-        # other event's evolver reads.
-        rest = tuple(events[2:])
-        return evolve(evolve(_world_of(rest), started), task)
+        # once, and the task (one object per instance) onto them once; `EpisodeStarted` and
+        # `TaskAssigned` set only ``info`` and ``task``, which no other event's evolver reads.
+        base = _world_of(tuple(events[2:]))
+        hit = _TASKED.get(id(task))
+        if hit is not None and hit[0] is task and hit[1] is base:
+            return evolve(hit[2], started)
+        tasked = evolve(base, task)
+        if len(_TASKED) >= 1024:
+            _TASKED.clear()
+        _TASKED[id(task)] = (task, base, tasked)  # holding the task: its id is not reused
+        return evolve(tasked, started)
     family, difficulty, seed = parsed
     return evolve(setup_world(family, seed, difficulty), started)
 
 
+_TASKED: dict[int, tuple[Event, World, World]] = {}
 _WORLDS: dict[tuple[int, int], tuple[tuple[Event, ...], World]] = {}
 
 
@@ -343,7 +351,9 @@ def _world_of(events: tuple[Event, ...]) -> World:
         return World()
     key = (id(events[0]), len(events))
     hit = _WORLDS.get(key)
-    if hit is not None and all(a is b for a, b in zip(hit[0], events, strict=True)):
+    # Tuples compare item by item, identity first: the very same events cost no model compare
+    # (and equal events fold to an equal world anyway).
+    if hit is not None and hit[0] == events:
         return hit[1]
     world = fold(events)
     if len(_WORLDS) > 64:

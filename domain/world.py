@@ -41,7 +41,10 @@ def _started(world: World, e: EpisodeStarted) -> World:
         fork,
         e.show_progress,
     )
-    rules = world.rules._replace(untimed_faults=generator_version(e.generator) >= 4)
+    untimed = generator_version(e.generator) >= 4
+    rules = world.rules
+    if rules.untimed_faults != untimed:
+        rules = rules._replace(untimed_faults=untimed)
     return world._replace(info=info, rules=rules)
 
 
