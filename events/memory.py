@@ -22,10 +22,9 @@ from .store import (
     Head,
     RecordedEvent,
     StreamInfo,
-    chained,
     now,
+    sealed,
 )
-from .store import _payload_json as payload_json
 from .types import Event
 from .upcasting import parse_event
 
@@ -98,8 +97,7 @@ class InMemoryEventStore(EventStore):
                 seq += 1
                 position += 1
                 kind, version = ev.type, ev.schema_version
-                data, data_json = payload_json(ev)
-                h = chained(h, seq, ev, data_json)
+                data, data_json, h = sealed(h, seq, ev)
                 rows.append((stream, seq, position, kind, version, data_json, h, at))
                 if recorded is not None:
                     recorded.append(

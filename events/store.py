@@ -140,25 +140,29 @@ def _payload_json(ev: Event) -> tuple[dict[str, Any], bytes]:
     return data, data_json
 
 
-_HASHES: dict[tuple[str, int, int], tuple[Event, str]] = {}
+_HASHES: dict[tuple[str, int, int], tuple[Event, dict[str, Any], bytes, str]] = {}
 _HASHES_MAX = 16_384
 
 
-def chained(prev: str, seq: int, ev: Event, data_json: bytes) -> str:
-    """The hash of ``ev`` at ``seq`` after ``prev``. For an instance's opening events (the
-    same objects every episode of a cached instance) it is kept: the same predecessor, seq and
-    event give the same hash, so a warm reset need not hash its world again."""
+def sealed(prev: str, seq: int, ev: Event) -> tuple[dict[str, Any], bytes, str]:
+    """``ev``'s payload, its canonical JSON and its hash at ``seq`` after ``prev``. For an
+    instance's opening events (the same objects every episode of a cached instance) all three
+    are kept: the same predecessor, seq and event give the same hash, so a warm reset need not
+    serialise or hash its world again (one look-up an event)."""
     if ev.type not in _SETUP_TYPES:
-        return _hash(prev, seq, ev, data_json)
+        data = ev.payload()
+        data_json = canonical(data)
+        return data, data_json, _hash(prev, seq, ev, data_json)
     key = (prev, seq, id(ev))
     hit = _HASHES.get(key)
     if hit is not None and hit[0] is ev:
-        return hit[1]
+        return hit[1], hit[2], hit[3]
+    data, data_json = _payload_json(ev)
     h = _hash(prev, seq, ev, data_json)
     if len(_HASHES) >= _HASHES_MAX:
         _HASHES.clear()
-    _HASHES[key] = (ev, h)
-    return h
+    _HASHES[key] = (ev, data, data_json, h)  # holding ``ev``: its id cannot be reused
+    return data, data_json, h
 
 
 def _hash(prev: str, seq: int, ev: Event, data_json: bytes) -> str:
@@ -179,12 +183,9 @@ def seal(
     out: list[SealedEvent] = []
     seq = expected_version
     prev = prev_hash
-    payload_json = _payload_json
     for ev in events:
         seq += 1
-        data, data_json = payload_json(ev)
-        # The bytes `chain.event_body` hashes, written straight from the canonical payload.
-        prev = chained(prev, seq, ev, data_json)
+        data, data_json, prev = sealed(prev, seq, ev)
         out.append(
             SealedEvent(
                 seq, f"{stream}:{seq}", ev.type, ev.schema_version, data, data_json, prev, ev
