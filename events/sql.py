@@ -309,9 +309,11 @@ class SQLEventStore(EventStore):
         self._closed = threading.Event()
         self._flusher: threading.Thread | None = None
         self._heads: dict[str, tuple[int, str]] = {}
-        """Streams appended to in the open group: (version, last hash). Exact while the group's
+        """Streams appended to in a group: (version, last hash). Exact while the group's
         transaction holds the write lock (nobody else can write), so their appends need not
-        read the head back; cleared when the group ends."""
+        read the head back; kept from one group to the next while no other connection has
+        written (`_check_heads`), dropped when a group is lost."""
+        self._data_version: int | None = None
         self._dirty: dict[str, tuple[int, str, float]] = {}
         """Existing streams whose head the open group moved: written once, at its commit."""
         self._inserts: dict[int, str] = {}
@@ -494,14 +496,24 @@ class SQLEventStore(EventStore):
             self._begin(cur)
             self._open, self._since = True, time.monotonic()
             self._start_flusher()
-        cur.execute("SAVEPOINT append")
-        try:
+            self._check_heads(cur)
+        if stream in self._heads:
+            # The head is known, so the append is one INSERT: SQLite backs out a failed
+            # statement by itself and the transaction stays open (no savepoint needed); the
+            # group's view of the head follows the INSERT the moment it is in (`_append`).
             out = self._append(cur, stream, events, expected_version)
-        except BaseException:
-            cur.execute("ROLLBACK TO append")
+        else:
+            cur.execute("SAVEPOINT append")
+            try:
+                out = self._append(cur, stream, events, expected_version)
+            except BaseException:
+                cur.execute("ROLLBACK TO append")
+                cur.execute("RELEASE append")
+                # Nothing of it is in the group: neither is its head (it had none in the group).
+                self._heads.pop(stream, None)
+                self._dirty.pop(stream, None)
+                raise
             cur.execute("RELEASE append")
-            raise
-        cur.execute("RELEASE append")
         self._pending += 1
         if self._pending >= self.group_commit:
             self._commit_group()
@@ -520,12 +532,24 @@ class SQLEventStore(EventStore):
                     ],
                 )
             self._open, self._pending = False, 0
-            self._heads.clear()
             self._dirty.clear()
             try:
                 cur.execute("COMMIT")
+            except BaseException:
+                self._heads.clear()  # the group is gone: so are the heads it moved
+                raise
             finally:
                 self._flock(False)
+
+    def _check_heads(self, cur: Any) -> None:
+        """At the start of a group: the heads known from earlier groups are still exact if no
+        other connection (another store object, another process) has committed since, which
+        SQLite's ``data_version`` tells (this connection's own commits leave it as it is). Then
+        a stream's next append needs neither a head SELECT nor a savepoint."""
+        version = cur.execute("PRAGMA data_version").fetchone()[0]
+        if version != self._data_version:
+            self._heads.clear()
+            self._data_version = version
 
     @contextlib.contextmanager
     def deferred_commit(self) -> Iterator[None]:
@@ -578,6 +602,8 @@ class SQLEventStore(EventStore):
         """Write ``events`` inside the open transaction (None: there were none)."""
         q = self._sql
         grouped = self._open
+        if not grouped:
+            self._heads.pop(stream, None)  # moved outside a group: a group reads it again
         head = self._heads.get(stream) if grouped else None
         if head is None:
             if self.dialect == "postgresql":
@@ -604,8 +630,12 @@ class SQLEventStore(EventStore):
             )
         # One statement inserts the step's events and hands back their positions.
         rows = cur.execute(self._insert_sql(len(sealed)), params).fetchall()
-        positions = [p for p, _ in sorted(rows, key=lambda r: r[1])]
         last = sealed[-1]
+        if head is not None and grouped:
+            # At once: the group's view of the stream must follow its INSERT (written at commit).
+            self._dirty[stream] = (last.seq, last.hash, at)
+            self._heads[stream] = (last.seq, last.hash)
+        positions = [p for p, _ in sorted(rows, key=lambda r: r[1])]
         if head is None:
             q.create.run(
                 cur,
@@ -616,12 +646,10 @@ class SQLEventStore(EventStore):
                 created_at=at,
                 updated_at=at,
             )
-        elif grouped:
-            self._dirty[stream] = (last.seq, last.hash, at)
-        else:
+            if grouped:
+                self._heads[stream] = (last.seq, last.hash)
+        elif not grouped:
             q.advance.run(cur, sid=stream, v=last.seq, h=last.hash, at=at)
-        if grouped:
-            self._heads[stream] = (last.seq, last.hash)
         return _Written(stream, sealed, positions, at)
 
     def _insert_sql(self, n: int) -> str:

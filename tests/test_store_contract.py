@@ -365,6 +365,49 @@ class TestSQLiteStore(SQLContract):
         store.append("f1", sample(1, 5), 0)  # the store works on
         assert [r.event.ticket_id for r in store.read("f1")] == ["TKT-0", "TKT-5"]
 
+    def test_a_failed_insert_in_a_group_leaves_none_of_its_events_and_the_rest(self):
+        # The second append of a stream in a group is one INSERT without a savepoint: SQLite
+        # must back out the whole failed statement and keep the group's earlier appends.
+        store = self.store
+        assert isinstance(store, SQLEventStore)
+        store.append("g1", sample(1), -1)
+        with store.deferred_commit():
+            store.append("g1", sample(1, 1), 0)  # g1's head is now known to the group
+            store._writer().cursor().execute(  # a row in the way of seq 3, behind its back
+                "INSERT INTO events (episode_id, seq, event_id, type, schema_version, payload, "
+                "hash, recorded_at) VALUES ('g1', 3, 'g1:3', 'TicketViewed', 1, '{}', 'x', 0)"
+            )
+            with pytest.raises(ConcurrencyConflict):
+                store.append("g1", sample(3, 2), 1)  # seqs 2, 3, 4: fails at 3
+            store._writer().cursor().execute("DELETE FROM events WHERE event_id = 'g1:3'")
+            store.append("g1", sample(1, 7), 1)
+        assert [r.event.ticket_id for r in store.read("g1")] == ["TKT-0", "TKT-1", "TKT-7"]
+        assert store.version("g1") == 2 and first_broken_link(store.read("g1")) is None
+
+    def test_heads_a_group_knows_give_way_to_other_writers(self):
+        # A group's heads carry over to the next group only while nobody else has written.
+        store = self.store
+        assert isinstance(store, SQLEventStore)
+        other = SQLEventStore(sqlite_url(self.tmp_path / "events.db"))
+        try:
+            with store.deferred_commit():
+                store.append("h1", sample(1), -1)
+            with store.deferred_commit():
+                store.append("h1", sample(1, 1), 0)  # from the head the last group left
+            other.append("h1", sample(1, 2), 1)  # another connection moves it on
+            with store.deferred_commit(), pytest.raises(ConcurrencyConflict):
+                store.append("h1", sample(1, 9), 1)  # stale: refused, nothing written
+            with store.deferred_commit():
+                store.append("h1", sample(1, 3), 2)
+            store.append("h1", sample(1, 4), 3)  # outside a group, then in one again
+            with store.deferred_commit():
+                store.append("h1", sample(1, 5), 4)
+            ids = [r.event.ticket_id for r in other.read("h1")]
+            assert ids == ["TKT-0", "TKT-1", "TKT-2", "TKT-3", "TKT-4", "TKT-5"]
+            assert first_broken_link(other.read("h1")) is None and other.version("h1") == 5
+        finally:
+            other.close()
+
     def test_two_store_objects_on_one_file_conflict_cleanly(self):
         other = SQLEventStore(sqlite_url(self.tmp_path / "events.db"))
         self.store.append("s1", sample(1), -1)
