@@ -316,7 +316,7 @@ class SQLEventStore(EventStore):
         self._data_version: int | None = None
         self._dirty: dict[str, tuple[int, str, float]] = {}
         """Existing streams whose head the open group moved: written once, at its commit."""
-        self._inserts: dict[int, str] = {}
+        self._inserts: dict[tuple[int, bool], str] = {}
         self._lockfile: Any = None
         self._flocked = False
         if self.dialect == "sqlite":
@@ -450,29 +450,30 @@ class SQLEventStore(EventStore):
     def append(
         self, stream: str, events: Sequence[Event], expected_version: int
     ) -> list[RecordedEvent]:
-        written = self._write(stream, events, expected_version)
+        written = self._write(stream, events, expected_version, True)
         return written.records() if written is not None else []
 
     def extend(self, stream: str, events: Sequence[Event], expected_version: int) -> Head:
         if not events:
             raise ValueError("extend needs at least one event")
-        written = self._write(stream, events, expected_version)
+        written = self._write(stream, events, expected_version, False)
         assert written is not None
         last = written.sealed[-1]
         return Head(last.seq, last.hash)
 
     def _write(
-        self, stream: str, events: Sequence[Event], expected_version: int
+        self, stream: str, events: Sequence[Event], expected_version: int, records: bool
     ) -> _Written | None:
+        """Append; ``records``: the caller wants the records (so the events' positions)."""
         with self._wlock:
             try:
                 if self.group_commit > 1:
-                    return self._append_grouped(stream, events, expected_version)
+                    return self._append_grouped(stream, events, expected_version, records)
                 conn = self._writer()
                 cur = conn.cursor()
                 self._begin(cur)
                 try:
-                    out = self._append(cur, stream, events, expected_version)
+                    out = self._append(cur, stream, events, expected_version, records)
                 except BaseException:
                     self._end(conn, cur, commit=False)
                     raise
@@ -489,7 +490,7 @@ class SQLEventStore(EventStore):
                 raise unavailable(exc, self.url) from exc
 
     def _append_grouped(
-        self, stream: str, events: Sequence[Event], expected_version: int
+        self, stream: str, events: Sequence[Event], expected_version: int, records: bool = True
     ) -> _Written | None:
         cur = self._writer().cursor()
         if not self._open:
@@ -501,11 +502,11 @@ class SQLEventStore(EventStore):
             # The head is known, so the append is one INSERT: SQLite backs out a failed
             # statement by itself and the transaction stays open (no savepoint needed); the
             # group's view of the head follows the INSERT the moment it is in (`_append`).
-            out = self._append(cur, stream, events, expected_version)
+            out = self._append(cur, stream, events, expected_version, records)
         else:
             cur.execute("SAVEPOINT append")
             try:
-                out = self._append(cur, stream, events, expected_version)
+                out = self._append(cur, stream, events, expected_version, records)
             except BaseException:
                 cur.execute("ROLLBACK TO append")
                 cur.execute("RELEASE append")
@@ -597,9 +598,16 @@ class SQLEventStore(EventStore):
         self._flusher.start()
 
     def _append(
-        self, cur: Any, stream: str, events: Sequence[Event], expected_version: int
+        self,
+        cur: Any,
+        stream: str,
+        events: Sequence[Event],
+        expected_version: int,
+        records: bool = True,
     ) -> _Written | None:
-        """Write ``events`` inside the open transaction (None: there were none)."""
+        """Write ``events`` inside the open transaction (None: there were none). Without
+        ``records``, an existing stream's events are inserted without asking their positions
+        back (the `_Written` then has none)."""
         q = self._sql
         grouped = self._open
         if not grouped:
@@ -628,8 +636,13 @@ class SQLEventStore(EventStore):
                 s.hash,
                 at,
             )
-        # One statement inserts the step's events and hands back their positions.
-        rows = cur.execute(self._insert_sql(len(sealed)), params).fetchall()
+        # One statement inserts the step's events and hands back their positions (when they
+        # are wanted: a new stream records its first; `append` hands them out).
+        if records or head is None:
+            rows = cur.execute(self._insert_sql(len(sealed), True), params).fetchall()
+        else:
+            cur.execute(self._insert_sql(len(sealed), False), params)
+            rows = []
         last = sealed[-1]
         if head is not None and grouped:
             # At once: the group's view of the stream must follow its INSERT (written at commit).
@@ -652,15 +665,17 @@ class SQLEventStore(EventStore):
             q.advance.run(cur, sid=stream, v=last.seq, h=last.hash, at=at)
         return _Written(stream, sealed, positions, at)
 
-    def _insert_sql(self, n: int) -> str:
-        """INSERT of ``n`` events RETURNING (position, seq), in the driver's parameter style."""
-        sql = self._inserts.get(n)
+    def _insert_sql(self, n: int, returning: bool) -> str:
+        """INSERT of ``n`` events in the driver's parameter style, ``returning`` their
+        (position, seq)."""
+        sql = self._inserts.get((n, returning))
         if sql is None:
             mark = "?" if self._engine.dialect.paramstyle == "qmark" else "%s"
             row = "(" + ", ".join([mark] * 8) + ")"
-            sql = self._inserts[n] = (
+            sql = self._inserts[n, returning] = (
                 "INSERT INTO events (episode_id, seq, event_id, type, schema_version, payload, "
-                f"hash, recorded_at) VALUES {', '.join([row] * n)} RETURNING position, seq"
+                f"hash, recorded_at) VALUES {', '.join([row] * n)}"
+                + (" RETURNING position, seq" if returning else "")
             )
         return sql
 

@@ -45,8 +45,10 @@ class JitteryStore(SQLEventStore):
         self.jitter = jitter
         self.rng = random.Random(seed)
 
-    def _append(self, cur: Any, stream: str, events: Sequence[Event], expected: int) -> Any:
-        out = super()._append(cur, stream, events, expected)
+    def _append(
+        self, cur: Any, stream: str, events: Sequence[Event], expected: int, records: bool = True
+    ) -> Any:
+        out = super()._append(cur, stream, events, expected, records)
         if self.jitter:
             time.sleep(self.rng.uniform(0, self.jitter))
         return out
@@ -134,8 +136,10 @@ class HeldStore(SQLEventStore):
         self.inserted = threading.Event()
         self.release = threading.Event()
 
-    def _append(self, cur: Any, stream: str, events: Sequence[Event], expected: int) -> Any:
-        out = super()._append(cur, stream, events, expected)
+    def _append(
+        self, cur: Any, stream: str, events: Sequence[Event], expected: int, records: bool = True
+    ) -> Any:
+        out = super()._append(cur, stream, events, expected, records)
         self.inserted.set()
         if not self.release.wait(30):
             raise TimeoutError("never released")
