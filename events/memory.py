@@ -23,7 +23,7 @@ from .store import (
     RecordedEvent,
     StreamInfo,
     now,
-    sealed,
+    seal_all,
 )
 from .types import Event
 from .upcasting import parse_event
@@ -87,17 +87,17 @@ class InMemoryEventStore(EventStore):
                 raise ConcurrencyConflict(stream, expected_version, actual)
             if not events:
                 return None
-            h = current[-1][6] if current else GENESIS
+            prev = current[-1][6] if current else GENESIS
             at = now()
             position = len(self._log)
             seq = expected_version
             rows: list[Row] = []
             # `store.seal`, inlined: the rows (and the records) are built in the same pass.
-            for ev in events:
+            for ev, (kind, version, data, data_json, h) in zip(
+                events, seal_all(prev, seq, events), strict=True
+            ):
                 seq += 1
                 position += 1
-                kind, version = ev.type, ev.schema_version
-                data, data_json, h = sealed(h, seq, ev)
                 rows.append((stream, seq, position, kind, version, data_json, h, at))
                 if recorded is not None:
                     recorded.append(

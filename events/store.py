@@ -165,6 +165,46 @@ def sealed(prev: str, seq: int, ev: Event) -> tuple[dict[str, Any], bytes, str]:
     return data, data_json, h
 
 
+Sealed = tuple[str, int, dict[str, Any], bytes, str]
+"""An event sealed at its place in a stream: (type, schema version, payload, JSON, hash)."""
+_RUNS: dict[tuple[str, int, int, int], tuple[tuple[Event, ...], list[Sealed]]] = {}
+_RUNS_MAX = 1024
+_RUN_MIN = 8
+
+
+def seal_all(prev: str, seq: int, events: Sequence[Event]) -> list[Sealed]:
+    """Each of ``events`` sealed in turn after ``prev``, the first at ``seq + 1``. The run of an
+    instance's opening events that follows `EpisodeStarted` is kept whole: played again after
+    the same predecessor, it is the same list (compared as a tuple: identity first, and equal
+    events seal alike anyway), so a warm reset seals thirty events with one look-up."""
+    out: list[Sealed] = []
+    n = len(events)
+    for i, ev in enumerate(events):
+        if n - i >= _RUN_MIN and ev.type in _SETUP_TYPES:
+            out += _sealed_run(prev, seq + i, tuple(events[i:]))
+            break
+        data, data_json, prev = sealed(prev, seq + i + 1, ev)
+        out.append((ev.type, ev.schema_version, data, data_json, prev))
+    return out
+
+
+def _sealed_run(prev: str, seq: int, run: tuple[Event, ...]) -> list[Sealed]:
+    key = (prev, seq, id(run[0]), len(run))
+    hit = _RUNS.get(key)
+    if hit is not None and hit[0] == run:
+        return hit[1]
+    out: list[Sealed] = []
+    for ev in run:  # the run is kept whole: its events' hashes need not be kept one by one
+        seq += 1
+        data, data_json = _payload_json(ev)
+        prev = _hash(prev, seq, ev, data_json)
+        out.append((ev.type, ev.schema_version, data, data_json, prev))
+    if len(_RUNS) >= _RUNS_MAX:
+        _RUNS.clear()
+    _RUNS[key] = (run, out)  # holding the run: the ids in the key cannot be reused
+    return out
+
+
 def _hash(prev: str, seq: int, ev: Event, data_json: bytes) -> str:
     kind = ev.type
     body = b'{"data":%s,"seq":%d,"type":%s,"v":%d}' % (
@@ -183,14 +223,11 @@ def seal(
     out: list[SealedEvent] = []
     seq = expected_version
     prev = prev_hash
-    for ev in events:
+    for ev, (kind, version, data, data_json, h) in zip(
+        events, seal_all(prev, seq, events), strict=True
+    ):
         seq += 1
-        data, data_json, prev = sealed(prev, seq, ev)
-        out.append(
-            SealedEvent(
-                seq, f"{stream}:{seq}", ev.type, ev.schema_version, data, data_json, prev, ev
-            )
-        )
+        out.append(SealedEvent(seq, f"{stream}:{seq}", kind, version, data, data_json, h, ev))
     return out
 
 
