@@ -26,9 +26,20 @@ import sys
 import tempfile
 from pathlib import Path
 
-from rich.console import Console
-from rich.progress import Progress
-from rich.table import Table
+
+def options() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--episodes", type=int, default=1000)
+    parser.add_argument("--seed", type=int, default=0, help="the agent's choices")
+    return parser
+
+
+if __name__ == "__main__":
+    options().parse_args()  # --help answers here, before the imports below (seconds)
+
+from rich.console import Console  # noqa: E402
+from rich.progress import Progress  # noqa: E402
+from rich.table import Table  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
@@ -104,10 +115,7 @@ def originals_script(repo: Path, url: str, episodes: int) -> tuple[float, float]
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--episodes", type=int, default=1000)
-    parser.add_argument("--seed", type=int, default=0, help="the agent's choices")
-    args = parser.parse_args()
+    args = options().parse_args()
     console = Console()
     repo = os.environ.get("COMPANYOS_ORIGINAL_REPO")
     table = Table(

@@ -28,11 +28,25 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-import httpx
-import websockets
-from rich.console import Console
-from rich.progress import Progress
-from rich.table import Table
+
+def options() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
+    parser.add_argument("--steps", type=int, default=3000, help="steps per round (default 3000)")
+    parser.add_argument("--rounds", type=int, default=3, help="rounds (default 3)")
+    parser.add_argument("--json", type=Path, help="also write the results here")
+    return parser
+
+
+if __name__ == "__main__":
+    options().parse_args()  # --help answers here, before the imports below (seconds)
+
+import httpx  # noqa: E402
+import websockets  # noqa: E402
+from rich.console import Console  # noqa: E402
+from rich.progress import Progress  # noqa: E402
+from rich.table import Table  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
@@ -105,13 +119,7 @@ def http_rate(url: str, episodes: Episodes, noop: bool, cpu: Callable[[], float]
 
 
 def main(argv: list[str] | None = None) -> dict[str, Any]:
-    parser = argparse.ArgumentParser(
-        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
-    )
-    parser.add_argument("--steps", type=int, default=3000, help="steps per round (default 3000)")
-    parser.add_argument("--rounds", type=int, default=3, help="rounds (default 3)")
-    parser.add_argument("--json", type=Path, help="also write the results here")
-    args = parser.parse_args(argv)
+    args = options().parse_args(argv)
     console = Console()
     episodes = recorded(args.steps)
     n = sum(len(a) for _, a in episodes)

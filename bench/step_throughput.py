@@ -29,16 +29,37 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from original_model import OriginalStyleEnv
-from rich.console import Console
-from rich.progress import Progress
-from rich.table import Table
-from workload import TASK, Script, script_companyos, script_original, steps_per_episode
 
-from companyos.api import CompanyOSAction, CompanyOSEnvironment
-from companyos.api.episode import Episode
-from companyos.events import EventStore, InMemoryEventStore
-from companyos.events.sql import SQLEventStore, sqlite_url
+def options() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
+    parser.add_argument("--episodes", type=int, default=1000, help="episodes (default 1000)")
+    parser.add_argument("--rounds", type=int, default=5, help="rounds (default 5)")
+    parser.add_argument("--group", type=int, default=32, help="appends per group commit")
+    parser.add_argument("--json", type=Path, help="also write the results here")
+    return parser
+
+
+if __name__ == "__main__":
+    options().parse_args()  # --help answers here, before the imports below (seconds)
+
+from original_model import OriginalStyleEnv  # noqa: E402
+from rich.console import Console  # noqa: E402
+from rich.progress import Progress  # noqa: E402
+from rich.table import Table  # noqa: E402
+from workload import (  # noqa: E402
+    TASK,
+    Script,
+    script_companyos,
+    script_original,
+    steps_per_episode,
+)
+
+from companyos.api import CompanyOSAction, CompanyOSEnvironment  # noqa: E402
+from companyos.api.episode import Episode  # noqa: E402
+from companyos.events import EventStore, InMemoryEventStore  # noqa: E402
+from companyos.events.sql import SQLEventStore, sqlite_url  # noqa: E402
 
 clock = time.perf_counter
 Best = dict[int, float]
@@ -134,14 +155,7 @@ def load_times(store: EventStore, lengths: list[int], repeats: int = 20) -> dict
 
 
 def main(argv: list[str] | None = None) -> dict[str, Any]:
-    parser = argparse.ArgumentParser(
-        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
-    )
-    parser.add_argument("--episodes", type=int, default=1000, help="episodes (default 1000)")
-    parser.add_argument("--rounds", type=int, default=5, help="rounds (default 5)")
-    parser.add_argument("--group", type=int, default=32, help="appends per group commit")
-    parser.add_argument("--json", type=Path, help="also write the results here")
-    args = parser.parse_args(argv)
+    args = options().parse_args(argv)
     console = Console()
     seeds = range(args.episodes)
     original = script_original(OriginalStyleEnv(), seeds)

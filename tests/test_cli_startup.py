@@ -65,3 +65,35 @@ def test_help_imports_nothing_heavy():
     for argv, modules in loaded(*argvs).items():
         heavy = modules & HEAVY
         assert not heavy, f"`companyos {argv}` imported {sorted(heavy)}"
+
+
+BENCH_PROBE = """
+import contextlib, io, json, runpy, sys
+sys.argv = [sys.argv[1], "--help"]
+with contextlib.redirect_stdout(io.StringIO()) as out, contextlib.suppress(SystemExit):
+    runpy.run_path(sys.argv[0], run_name="__main__")
+print(json.dumps([out.getvalue(), sorted({m.split(".")[0] for m in sys.modules})]))
+"""
+
+
+SERVING = {"openenv", "gradio", "fastapi", "uvicorn", "torch", "transformers"}
+"""What makes an import take seconds (OpenEnv's server stack imports gradio)."""
+
+
+def test_the_benchmarks_answer_help_before_their_heavy_imports():
+    from pathlib import Path
+
+    bench = Path(__file__).resolve().parents[1] / "bench"
+    scripts = [p for p in sorted(bench.glob("*.py")) if "argparse" in p.read_text()]
+    assert len(scripts) >= 7  # every benchmark with options
+    for script in scripts:
+        done = subprocess.run(
+            [sys.executable, "-c", BENCH_PROBE, str(script)],
+            capture_output=True,
+            text=True,
+            check=True,
+            cwd=bench,
+        )
+        text, modules = json.loads(done.stdout.splitlines()[-1])
+        assert text.startswith("usage:"), (script.name, text[:200])
+        assert not (SERVING & set(modules)), (script.name, sorted(SERVING & set(modules)))
