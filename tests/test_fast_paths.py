@@ -163,3 +163,59 @@ def test_the_input_check_of_a_flat_mapping_equals_the_long_way(value):
     from companyos.domain.inputs import hostile, walk
 
     assert hostile(value) == walk(value)
+
+
+def _rewards(env: CompanyOSEnvironment, moves: int) -> list[float]:
+    out = []
+    for _ in range(moves):
+        ep = env.episode
+        assert ep is not None
+        call = plan(ep.world)
+        obs = env.step(
+            call.as_action() if call else {"app": "ticketdesk", "method": "list_tickets"}
+        )
+        out.append(obs.reward)
+        if obs.done:
+            break
+    return out
+
+
+def test_episodes_of_one_instance_share_a_graph_and_score_as_alone():
+    """`graph_for`: the episodes of an instance share one milestone graph (and its memos);
+    interleaved, and played in threads at once, each scores exactly as it does alone."""
+    import threading
+
+    from companyos.projections import graph_for
+
+    for task in range(len(FAMILY_NAMES)):
+        alone = CompanyOSEnvironment(InMemoryEventStore())
+        alone.reset(seed=task, task_id=task, difficulty=2)
+        expected = _rewards(alone, 40)
+        envs = [CompanyOSEnvironment(InMemoryEventStore()) for _ in range(3)]
+        for env in envs:
+            env.reset(seed=task, task_id=task, difficulty=2)
+        graphs = {id(env.episode.graph) for env in envs}  # type: ignore[union-attr]
+        assert len(graphs) == 1
+        goal = envs[0].episode.world.task.goal  # type: ignore[union-attr]
+        assert envs[0].episode.graph is graph_for(goal)  # type: ignore[union-attr]
+        got: list[list[float]] = [[] for _ in envs]
+        for _ in range(40):  # interleaved, a step each in turn
+            for i, env in enumerate(envs):
+                if not env.episode.world.ended:  # type: ignore[union-attr]
+                    got[i] += _rewards(env, 1)
+        assert got == [expected] * 3, task
+        results: list[list[float]] = []
+        threads = []
+        for _ in range(3):
+            env = CompanyOSEnvironment(InMemoryEventStore())
+            env.reset(seed=task, task_id=task, difficulty=2)
+
+            def play(env: CompanyOSEnvironment = env, out: list = results) -> None:
+                out.append(_rewards(env, 40))
+
+            threads.append(threading.Thread(target=play))
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join()
+        assert results == [expected] * 3, task
