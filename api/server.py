@@ -41,6 +41,7 @@ from .cache import EpisodeCache
 from .environment import CompanyOSEnvironment
 from .episode import EpisodeExists, EpisodeNotFound, ResetError
 from .inputs import HostileInput, safe_json
+from .listeners import listen_on_own_sockets, reuse_port_socket
 from .mcp import standard_server
 from .models import CompanyOSObservation, CompanyOSWireAction
 from .openapi import document
@@ -281,16 +282,17 @@ def app_from_environment() -> FastAPI:
     raw = json.loads(os.environ[WORKER_SETTINGS])
     raw["limits"] = Limits(**raw["limits"])
     app = build_app(Settings(**raw))
+    listen_on_own_sockets()
     gc.freeze()
     return app
 
 
 def serve(settings: Settings, workers: int = 1) -> None:
     """Serve on ``settings.host:port``. With ``workers`` > 1, that many processes accept
-    connections on the one socket (any of them can serve any episode: the log is in the
-    shared store, and a process whose cached copy is stale reloads it, as replicas do); a
-    WebSocket session stays on the process that accepted it. ``max_sessions`` is per
-    process."""
+    connections on the one port, the kernel spreading them over the processes (any of them can
+    serve any episode: the log is in the shared store, and a process whose cached copy is
+    stale reloads it, as replicas do); a WebSocket session stays on the process that accepted
+    it. ``max_sessions`` is per process."""
     import uvicorn
 
     check_workers(settings, workers)
@@ -301,20 +303,26 @@ def serve(settings: Settings, workers: int = 1) -> None:
         target = build_app(settings)
         # What exists now lives as long as the server: keep it out of every garbage collection.
         gc.freeze()
-    uvicorn.run(
-        target,
+    options: dict[str, Any] = {
         # A deadline on reading each request: slow clients cannot hold sockets (a partial,
         # which worker processes can pickle, of a class they import).
-        http=functools.partial(DeadlineH11Protocol, request_timeout=settings.request_timeout),
-        timeout_keep_alive=5,
-        factory=workers > 1,
-        workers=workers if workers > 1 else None,
-        host=settings.host,
-        port=settings.port,
-        ws_max_size=settings.max_body_bytes,
-        # Observations are a few KB and cheap to send; compressing each costs more CPU than the
-        # bytes save on loopback or a LAN.
-        ws_per_message_deflate=False,
-        log_level=settings.log_level,
-        timeout_graceful_shutdown=5,
-    )
+        "http": functools.partial(DeadlineH11Protocol, request_timeout=settings.request_timeout),
+        "timeout_keep_alive": 5,
+        "host": settings.host,
+        "port": settings.port,
+        "ws_max_size": settings.max_body_bytes,
+        # Observations are a few KB and cheap to send; compressing each costs more CPU than
+        # the bytes save on loopback or a LAN.
+        "ws_per_message_deflate": False,
+        "log_level": settings.log_level,
+        "timeout_graceful_shutdown": 5,
+    }
+    if workers == 1:
+        uvicorn.run(target, **options)
+        return
+    from uvicorn.supervisors import Multiprocess
+
+    # uvicorn.run's way with workers, but each worker listens on a socket of its own in the
+    # port's SO_REUSEPORT group (`listeners`), so connections are spread evenly.
+    config = uvicorn.Config(target, factory=True, workers=workers, **options)
+    Multiprocess(config, sockets=[reuse_port_socket(settings.host, settings.port)]).run()

@@ -33,7 +33,7 @@ from rich.table import Table
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from tests.serving import ServerProcess  # noqa: E402
+from tests.serving import ServerProcess, wait_listening  # noqa: E402
 
 METRIC = {"metric_name": "vendor_compliance_score"}
 CALLS = [
@@ -152,6 +152,7 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
             "512",
         )
         url = server.start(timeout=300)
+        wait_listening(server.port, workers)  # every worker up before the sessions connect
         try:
             for kind in ("ws", "http"):
                 for n in sessions:
