@@ -8,7 +8,9 @@
   one message for all 64 (`step_batch`), per-episode-step throughput.
 
 The load generator runs in this process (asyncio) on the same two cores: it takes CPU from the
-server, as a real client on the same machine would.
+server, as a real client on the same machine would. HTTP requests are written and read directly
+on keep-alive connections (`KeepAlive`): through httpx the client alone took a core and capped
+both servers at the same rate.
 
     python bench/serve_workers.py [--seconds S] [--json out.json]
 """
@@ -25,7 +27,6 @@ import time
 from pathlib import Path
 from typing import Any
 
-import httpx
 import websockets
 from rich.console import Console
 from rich.table import Table
@@ -79,21 +80,58 @@ async def ws_session(url: str, start: Start, lat: list[float]) -> int:
     return steps
 
 
+class KeepAlive:
+    """A keep-alive HTTP/1.1 connection spoken directly over asyncio streams. The load must
+    not be the bottleneck: an httpx request costs the client about 0.8 ms of CPU, so httpx
+    clients on these two cores could ask for no more than about 1,200 steps/s, one worker or
+    two; this asks for the same requests at a fraction of that."""
+
+    def __init__(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        self.reader, self.writer = reader, writer
+
+    @classmethod
+    async def open(cls, url: str) -> KeepAlive:
+        host, port = url.removeprefix("http://").split(":")
+        return cls(*await asyncio.open_connection(host, int(port)))
+
+    async def post(self, path: str, body: dict[str, Any]) -> tuple[int, dict[str, Any]]:
+        data = json.dumps(body).encode()
+        self.writer.write(
+            b"POST %s HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n"
+            b"Content-Length: %d\r\n\r\n%s" % (path.encode(), len(data), data)
+        )
+        head = await self.reader.readuntil(b"\r\n\r\n")
+        status = int(head.split(b" ", 2)[1])
+        length = 0
+        for line in head.split(b"\r\n")[1:]:
+            name, _, value = line.partition(b":")
+            if name.strip().lower() == b"content-length":
+                length = int(value)
+        return status, json.loads(await self.reader.readexactly(length))
+
+    async def close(self) -> None:
+        self.writer.close()
+        await self.writer.wait_closed()
+
+
 async def http_session(url: str, start: Start, lat: list[float]) -> int:
     steps = 0
     # Keep-alive, as HTTP clients do: a session's connection stays with the process that
     # accepted it until it is reopened (tests/test_workers.py steps across processes).
-    async with httpx.AsyncClient(base_url=url, timeout=120) as http:
-        r = await http.post("/reset", json=RESET)
-        eid = r.json()["observation"]["episode_id"]
+    http = await KeepAlive.open(url)
+    try:
+        _, reset = await http.post("/reset", RESET)
+        eid = reset["observation"]["episode_id"]
         until = await start.ready()
         while time.perf_counter() < until:
             t = time.perf_counter()
             body = {"action": {**CALLS[steps % len(CALLS)], "episode_id": eid}}
-            r = await http.post("/step", json=body)
+            status, answer = await http.post("/step", body)
             lat.append(time.perf_counter() - t)
-            assert r.status_code == 200 and r.json()["observation"]["error"] != "conflict"
+            assert status == 200 and answer["observation"]["error"] != "conflict", answer
             steps += 1
+    finally:
+        await http.close()
     return steps
 
 
