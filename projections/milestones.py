@@ -14,8 +14,6 @@ that depend on the clock (data freshness) have no part and are always evaluated.
 
 from __future__ import annotations
 
-import threading
-from collections import OrderedDict
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from typing import Any
@@ -166,9 +164,10 @@ def _submitted(kept: Approval, a: Approval) -> bool:
     )
 
 
-_KEPT = 1024
-"""Verdicts a memo keeps at most (an episode has a few requests; a graph shared by the episodes
-of an instance sees more, `graph_for`)."""
+_KEPT = 256
+"""Verdicts a memo keeps at most: an episode has a few requests, and a graph shared by the
+episodes of an instance (`graph_for`) needs only the live ones; each verdict holds its
+request's evidence (a snapshot of tickets and metrics), so the memo stays small."""
 
 
 class Collateral:
@@ -467,10 +466,10 @@ def milestones_for(goal: Goal) -> MilestoneGraph:
     return _with_metrics(MilestoneGraph(tuple(ms), damage, memo), g)
 
 
-_GRAPHS: OrderedDict[int, tuple[Goal, MilestoneGraph]] = OrderedDict()
-_GRAPHS_LOCK = threading.Lock()
+_GRAPHS: dict[int, tuple[Goal, MilestoneGraph]] = {}
 GRAPHS_KEPT = 64
-"""Goals whose graph `graph_for` keeps (the instances a training loop cycles through)."""
+"""Goals whose graph `graph_for` keeps (the instances a training loop cycles through; all are
+dropped when it is full, as the store's caches do)."""
 
 
 def graph_for(goal: Goal) -> MilestoneGraph:
@@ -478,17 +477,15 @@ def graph_for(goal: Goal) -> MilestoneGraph:
     episodes of a cached instance): its memos carry over, so an instance played again starts
     with its first score known and re-judges nothing it judged before. Sharing between
     episodes and threads is safe: every memo entry is one immutable tuple, checked by the
-    identity of what it was computed from, whichever episode asked."""
-    with _GRAPHS_LOCK:
-        hit = _GRAPHS.get(id(goal))
-        if hit is not None and hit[0] is goal:
-            _GRAPHS.move_to_end(id(goal))
-            return hit[1]
+    identity of what it was computed from, whichever episode asked (and two threads that miss
+    together build two graphs, both right)."""
+    hit = _GRAPHS.get(id(goal))
+    if hit is not None and hit[0] is goal:
+        return hit[1]
     graph = milestones_for(goal)
-    with _GRAPHS_LOCK:
-        _GRAPHS[id(goal)] = (goal, graph)  # holding the goal: its id cannot be reused
-        while len(_GRAPHS) > GRAPHS_KEPT:
-            _GRAPHS.popitem(last=False)
+    if len(_GRAPHS) >= GRAPHS_KEPT:
+        _GRAPHS.clear()
+    _GRAPHS[id(goal)] = (goal, graph)  # holding the goal: its id cannot be reused
     return graph
 
 
