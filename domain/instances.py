@@ -331,7 +331,7 @@ def start_world(events: list[Event]) -> World:
         if hit is not None and hit[0] is task and hit[1] is base:
             return evolve(hit[2], started)
         tasked = evolve(base, task)
-        if len(_TASKED) >= 1024:
+        if len(_TASKED) >= 256:
             _TASKED.clear()
         _TASKED[id(task)] = (task, base, tasked)  # holding the task: its id is not reused
         return evolve(tasked, started)

@@ -140,35 +140,32 @@ def _payload_json(ev: Event) -> tuple[dict[str, Any], bytes]:
     return data, data_json
 
 
-_HASHES: dict[tuple[str, int, int], tuple[Event, dict[str, Any], bytes, str]] = {}
+_HASHES: dict[tuple[str, int, int], tuple[Event, str]] = {}
 _HASHES_MAX = 16_384
 
 
 def sealed(prev: str, seq: int, ev: Event) -> tuple[dict[str, Any], bytes, str]:
     """``ev``'s payload, its canonical JSON and its hash at ``seq`` after ``prev``. For an
-    instance's opening events (the same objects every episode of a cached instance) all three
-    are kept: the same predecessor, seq and event give the same hash, so a warm reset need not
-    serialise or hash its world again (one look-up an event)."""
+    instance's opening events (the same objects every episode of a cached instance) the JSON
+    and the hash are kept: the same predecessor, seq and event give the same hash."""
+    data, data_json = _payload_json(ev)
     if ev.type not in _SETUP_TYPES:
-        data = ev.payload()
-        data_json = canonical(data)
         return data, data_json, _hash(prev, seq, ev, data_json)
     key = (prev, seq, id(ev))
     hit = _HASHES.get(key)
     if hit is not None and hit[0] is ev:
-        return hit[1], hit[2], hit[3]
-    data, data_json = _payload_json(ev)
+        return data, data_json, hit[1]
     h = _hash(prev, seq, ev, data_json)
     if len(_HASHES) >= _HASHES_MAX:
         _HASHES.clear()
-    _HASHES[key] = (ev, data, data_json, h)  # holding ``ev``: its id cannot be reused
+    _HASHES[key] = (ev, h)  # holding ``ev``: its id cannot be reused
     return data, data_json, h
 
 
 Sealed = tuple[str, int, dict[str, Any], bytes, str]
 """An event sealed at its place in a stream: (type, schema version, payload, JSON, hash)."""
 _RUNS: dict[tuple[str, int, int, int], tuple[tuple[Event, ...], list[Sealed]]] = {}
-_RUNS_MAX = 1024
+_RUNS_MAX = 256  # as many as the instances `domain.instances` keeps built
 _RUN_MIN = 8
 
 

@@ -524,7 +524,7 @@ def episode_events(
     return [started, _assigned(task_id, difficulty, seed), *events[1:]]
 
 
-@functools.lru_cache(maxsize=1024)
+@functools.lru_cache(maxsize=256)
 def _assigned(task_id: str, difficulty: int, seed: int) -> TaskAssigned:
     """The task event naming its instance: kept, so that an instance played again opens with
     the very same event objects (the store keeps the JSON and hashes of those)."""
