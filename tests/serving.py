@@ -36,19 +36,25 @@ def wait_healthy(url: str, proc: subprocess.Popen[bytes], timeout: float = 60.0)
     raise TimeoutError(f"server at {url} not healthy after {timeout}s")
 
 
+def listening(port: int) -> list[str]:
+    """The sockets (by inode) that listen on ``port``, from the kernel's tables."""
+    found = []
+    for table in ("/proc/net/tcp", "/proc/net/tcp6"):
+        with contextlib.suppress(OSError):
+            for line in Path(table).read_text().splitlines()[1:]:
+                row = line.split()
+                if row[3] == "0A" and int(row[1].rsplit(":", 1)[1], 16) == port:
+                    found.append(row[9])
+    return found
+
+
 def wait_listening(port: int, sockets: int, timeout: float = 120.0) -> None:
     """Wait until ``sockets`` sockets listen on ``port`` (`companyos serve --workers N` has one
     per worker, and answers /health as soon as the first is up: a load started then would all
     land on that one)."""
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
-        found = 0
-        for table in ("/proc/net/tcp", "/proc/net/tcp6"):
-            with contextlib.suppress(OSError):
-                for line in Path(table).read_text().splitlines()[1:]:
-                    local, state = line.split()[1], line.split()[3]
-                    found += state == "0A" and int(local.rsplit(":", 1)[1], 16) == port
-        if found >= sockets:
+        if len(listening(port)) >= sockets:
             return
         time.sleep(0.1)
     raise TimeoutError(f"fewer than {sockets} sockets listen on port {port} after {timeout}s")

@@ -10,7 +10,6 @@ import asyncio
 import json
 import subprocess
 import sys
-from pathlib import Path
 from typing import Any
 
 import httpx
@@ -21,7 +20,7 @@ from companyos.api import CompanyOSEnvironment
 from companyos.domain import plan
 
 from .helpers import served_chain
-from .serving import ServerProcess, wait_listening
+from .serving import ServerProcess, listening, wait_listening
 
 
 @pytest.fixture(scope="module")
@@ -38,13 +37,8 @@ def test_each_worker_listens_on_a_socket_of_its_own(url):
     # over them (one shared socket let whichever worker woke first take a whole burst).
     port = int(url.rsplit(":", 1)[1])
     wait_listening(port, 2, timeout=240)
-    listening = [
-        line.split()
-        for line in Path("/proc/net/tcp").read_text().splitlines()[1:]
-        if line.split()[3] == "0A" and int(line.split()[1].rsplit(":", 1)[1], 16) == port
-    ]
-    assert len(listening) == 2
-    assert len({row[9] for row in listening}) == 2  # two sockets (inodes), not one shared
+    sockets = listening(port)
+    assert len(sockets) == 2 and len(set(sockets)) == 2  # two sockets (inodes), not one shared
 
 
 def test_stateful_http_over_two_workers_gives_the_solo_log(url):
