@@ -6,7 +6,9 @@ local server); each test gets a fresh schema.
 
 from __future__ import annotations
 
+import sqlite3
 import threading
+import time
 
 import orjson
 import pytest
@@ -21,6 +23,7 @@ from companyos.events import (
     first_broken_link,
 )
 from companyos.events.chain import canonical, chain_hash
+from companyos.events.checkpoints import BACKSTOP_PAGES
 from companyos.events.sql import SQLEventStore, sqlite_url
 from companyos.events.types import (
     ApprovalSubmitted,
@@ -407,6 +410,60 @@ class TestSQLiteStore(SQLContract):
             assert first_broken_link(other.read("h1")) is None and other.version("h1") == 5
         finally:
             other.close()
+
+    def test_the_wal_is_checkpointed_off_the_writers_path(self):
+        # The writer's own checkpoint waits for a log of BACKSTOP_PAGES: the few hundred pages
+        # written here are folded back into the database by the store's thread alone.
+        store = self.store
+        assert isinstance(store, SQLEventStore)
+        checkpointer = store._checkpointer
+        assert checkpointer is not None
+        checkpointer.checkpoint_now()
+        for i in range(100):
+            store.append(f"w{i}", sample(3), -1)
+        deadline = time.monotonic() + 10
+        while checkpointer.runs == 0 and time.monotonic() < deadline:
+            time.sleep(0.02)
+        assert checkpointer.runs >= 1 and checkpointer.failures == 0
+        probe = sqlite3.connect(self.tmp_path / "events.db")
+        try:
+            assert probe.execute("PRAGMA wal_autocheckpoint").fetchone()[0] == 1000  # its own
+            with store.engine.connect() as conn:
+                assert conn.exec_driver_sql("PRAGMA wal_autocheckpoint").scalar() == BACKSTOP_PAGES
+            # Everything committed before the thread's checkpoint is in the database file: a
+            # checkpoint now finds at most what was appended after it (nothing) left to copy.
+            busy, log, copied = probe.execute("PRAGMA wal_checkpoint(PASSIVE)").fetchone()
+            assert busy == 0 and log == copied and log > 0
+        finally:
+            probe.close()
+        assert [store.version(f"w{i}") for i in range(100)] == [2] * 100
+        store.close()
+        assert not checkpointer.alive  # closing the store stops its thread
+
+    def test_a_failing_checkpoint_is_retried_and_loses_nothing(self):
+        store = self.store
+        assert isinstance(store, SQLEventStore)
+        checkpointer = store._checkpointer
+        assert checkpointer is not None
+        connect, calls = checkpointer._connect, []
+
+        def flaky() -> object:
+            calls.append(1)
+            if len(calls) == 1:
+                raise sqlite3.OperationalError("disk I/O error")
+            return connect()
+
+        checkpointer._connect = flaky
+        checkpointer.checkpoint_now()
+        store.append("c1", sample(2), -1)
+        deadline = time.monotonic() + 10
+        while checkpointer.runs == 0 and time.monotonic() < deadline:
+            time.sleep(0.02)
+        store.append("c1", sample(1, 2), 1)  # a later append triggers the retry
+        while checkpointer.runs == 0 and time.monotonic() < deadline:
+            time.sleep(0.02)
+        assert checkpointer.failures == 1 and checkpointer.runs >= 1
+        assert [r.event.ticket_id for r in store.read("c1")] == ["TKT-0", "TKT-1", "TKT-2"]
 
     def test_two_store_objects_on_one_file_conflict_cleanly(self):
         other = SQLEventStore(sqlite_url(self.tmp_path / "events.db"))
