@@ -26,6 +26,7 @@ from urllib.parse import parse_qsl
 import orjson
 
 from companyos.domain.inputs import (
+    MAX_WALK,
     Hostile,
     hostile,
     number_problem,
@@ -104,16 +105,33 @@ def fast_json(text: bytes | str) -> Any:
         return UNREAD
 
 
+def clean_read(text: bytes | str) -> bool:
+    """Whether a ``text`` that `fast_json` read (not `UNREAD`) can hold no hostile value, so
+    that `find` need not walk it. orjson refuses NaN, Infinity, numbers past a float and lone
+    surrogates, and `fast_json` leaves integers of 16 digits or more to the json module: what
+    orjson reads can be hostile only by a NUL, which JSON can carry only as the escape
+    ``\\u0000``, or by more values than `find` looks at, which needs a text more than twice as
+    long as MAX_WALK (every value but the first takes a byte and a separator or bracket)."""
+    nul = b"\\u0000" if isinstance(text, bytes) else "\\u0000"
+    return len(text) <= MAX_WALK and nul not in text  # type: ignore[operator]
+
+
 def parse(body: bytes | str) -> tuple[bool, Any]:
     """(True, value) when ``body`` is JSON as Python reads it (NaN and Infinity included, as
     Python clients send them), else (False, None): the route explains its own parse errors."""
+    ok, value, _ = read(body)
+    return ok, value
+
+
+def read(body: bytes | str) -> tuple[bool, Any, bool]:
+    """`parse`, and whether the value is known to hold nothing hostile (`clean_read`)."""
     fast = fast_json(body)
     if fast is not UNREAD:
-        return True, fast
+        return True, fast, clean_read(body)
     try:
-        return True, json.loads(body)
+        return True, json.loads(body), False
     except (ValueError, RecursionError):  # not JSON, not UTF-8, too deep, too many digits
-        return False, None
+        return False, None, False
 
 
 def find(value: Any, skip: set[Where]) -> Hostile | None:
@@ -188,8 +206,8 @@ class HostileInput:
             more = message.get("more_body", False)
         body = b"".join(chunks)
         if body[:1] in (b"{", b"[") or body.lstrip()[:1] in (b"{", b"["):
-            ok, value = parse(body)
-            if ok:
+            ok, value, clean = read(body)
+            if ok and not clean:
                 found = find(value, skipped(scope["path"], value))
                 if found is not None:
                     await send_json(send, 422, refusal(found, "body"))

@@ -24,7 +24,7 @@ from typing import Any
 
 from uvicorn.protocols.utils import ClientDisconnected
 
-from .inputs import UNREAD, fast_json
+from .inputs import UNREAD, clean_read, fast_json
 from .inputs import value_problem as hostile_value
 
 GOING_AWAY = 1001
@@ -59,12 +59,15 @@ def frame_problem(message: dict[str, Any], path: str = "/ws") -> str | None:
             return "the frame's JSON nests too deeply"
         except ValueError as exc:  # e.g. an integer of more digits than Python converts
             return f"the frame is not acceptable JSON: {exc}"
+        clean = False
+    else:
+        clean = clean_read(text)
     if not isinstance(parsed, dict):
         kind = _JSON_KINDS.get(type(parsed), "a value")
         return (
             f'a frame must be a JSON object such as {{"type": "step", "data": {{...}}}}, not {kind}'
         )
-    return hostile_value(path, parsed)
+    return None if clean else hostile_value(path, parsed)
 
 
 _JSON_KINDS = {

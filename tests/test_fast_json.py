@@ -11,7 +11,8 @@ from typing import Any
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from companyos.api.inputs import UNREAD, fast_json, parse
+from companyos.api.inputs import UNREAD, clean_read, fast_json, parse, read
+from companyos.domain.inputs import MAX_WALK, hostile
 
 
 def same(a: Any, b: Any) -> bool:
@@ -87,3 +88,44 @@ def test_the_cases_orjson_reads_differently_go_to_the_json_module():
         "type": "step",
         "data": {"seed": 42},
     }
+
+
+# A value the hostile-input check refuses, of every kind: a NUL (in text and in a key), lone
+# surrogates, non-finite and too-large numbers, integers past 64 bits.
+hostile_scalars = (
+    scalars
+    | st.sampled_from(["\x00", "a\x00b", "\ud800", "x\udfff", 2**63, -(2**63) - 1, 10**30])
+    | st.sampled_from([math.inf, -math.inf, math.nan, 1e308 * 10])
+)
+mixed = st.recursive(
+    hostile_scalars,
+    lambda inner: (
+        st.lists(inner, max_size=4)
+        | st.dictionaries(st.text() | st.sampled_from(["\x00k", "\ud800"]), inner, max_size=4)
+    ),
+    max_leaves=20,
+)
+
+
+@settings(max_examples=600, deadline=None)
+@given(mixed, st.booleans(), st.booleans())
+def test_a_clean_reading_holds_nothing_the_walk_would_refuse(value, ascii_only, as_bytes):
+    # `clean_read` lets a frame or body skip the walk: it must never pass one the walk refuses.
+    text: str | bytes = json.dumps(value, ensure_ascii=ascii_only)
+    if as_bytes:
+        assert isinstance(text, str)
+        text = text.encode("utf-8", "surrogatepass")
+    ok, parsed, clean = read(text)
+    assert ok
+    if clean:
+        assert hostile(parsed) is None, text
+    if hostile(parsed) is None and fast_json(text) is not UNREAD and len(text) < 1000:
+        assert clean  # and it does skip the usual frame
+
+
+def test_a_nul_or_a_long_text_is_walked():
+    nul = json.dumps({"a": "x\x00"})
+    assert fast_json(nul) is not UNREAD and not clean_read(nul)
+    many = "[" + ",".join(["0"] * (MAX_WALK // 2 + 1)) + "]"
+    assert fast_json(many) is not UNREAD and not clean_read(many)
+    assert hostile(json.loads("[" + ",".join(["0"] * (MAX_WALK + 1)) + "]")) is not None
