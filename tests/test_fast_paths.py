@@ -6,9 +6,13 @@
   milestones that a fresh graph evaluating every predicate gives; so do its collateral count
   (also against `goals.collateral`), its per-submission verdicts (against `goals`) and its
   "finished" test; and the world folded while deciding equals the fold of the log.
+- The signatures kept for OpenEnv's per-request look-up are the functions' own.
 """
 
 from __future__ import annotations
+
+import inspect
+import types
 
 from hypothesis import given, settings
 from hypothesis import strategies as st
@@ -219,3 +223,16 @@ def test_episodes_of_one_instance_share_a_graph_and_score_as_alone():
         for t in threads:
             t.join()
         assert results == [expected] * 3, task
+
+
+def test_the_kept_signatures_are_the_functions_own():
+    # OpenEnv reads them on every request; kept once, they must be what the code says.
+    for name in ("reset", "step", "step_async"):
+        function = vars(CompanyOSEnvironment)[name]
+        assert "__signature__" in vars(function)
+        bare = types.FunctionType(
+            function.__code__, function.__globals__, name, function.__defaults__
+        )
+        bare.__kwdefaults__ = function.__kwdefaults__
+        bare.__annotations__ = function.__annotations__
+        assert function.__signature__ == inspect.signature(bare)
