@@ -12,7 +12,10 @@ server, as a real client on the same machine would. HTTP requests are written an
 on keep-alive connections (`KeepAlive`): through httpx the client alone took a core and capped
 both servers at the same rate.
 
-    python bench/serve_workers.py [--seconds S] [--json out.json]
+Both servers run side by side and their rows are measured alternately, ``--rounds`` times
+each (the median is shown), so that the machine's other load hits one worker and two alike.
+
+    python bench/serve_workers.py [--seconds S] [--rounds R] [--json out.json]
 """
 
 from __future__ import annotations
@@ -175,30 +178,52 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
     )
     parser.add_argument("--seconds", type=float, default=6.0, help="per measurement")
+    parser.add_argument(
+        "--rounds", type=int, default=2, help="measurements of each row (the median is shown)"
+    )
     parser.add_argument("--json", type=Path, help="also write the results here")
     args = parser.parse_args(argv)
     console = Console()
     tmp = Path(tempfile.mkdtemp(prefix="companyos-workers-"))
     rows: dict[str, dict[str, Any]] = {}
     sessions = (16, 64, 256)
-    for workers in (1, 2):
-        server = ServerProcess(
+    # Both servers run side by side and their measurements alternate, row by row and round by
+    # round: what the machine's other load does in the meantime hits both alike.
+    servers = {
+        workers: ServerProcess(
             f"sqlite:///{tmp}/w{workers}.db",
             "--workers",
             str(workers),
             "--max-sessions",
             "512",
         )
-        url = server.start(timeout=300)
-        wait_listening(server.port, workers)  # every worker up before the sessions connect
-        try:
+        for workers in (1, 2)
+    }
+    runs: dict[str, list[tuple[float, float]]] = {}
+    try:
+        urls = {}
+        for workers, server in servers.items():
+            urls[workers] = server.start(timeout=300)
+            wait_listening(server.port, workers)  # every worker up before the sessions connect
+        for _ in range(args.rounds):
             for kind in ("ws", "http"):
                 for n in sessions:
-                    rate, p99 = load(url, kind, n, args.seconds)
-                    rows[f"{kind} {n} {workers}"] = {"rate": rate, "p99": p99}
-        finally:
+                    for workers, url in urls.items():
+                        runs.setdefault(f"{kind} {n} {workers}", []).append(
+                            load(url, kind, n, args.seconds)
+                        )
+    finally:
+        for server in servers.values():
             server.stop()
-    table = Table(title=f"Aggregate steps/s, SQLite, {args.seconds:.0f} s each (2 cores)")
+    for key, measured in runs.items():
+        rows[key] = {
+            "rate": statistics.median(r for r, _ in measured),
+            "p99": statistics.median(p for _, p in measured),
+            "rates": [r for r, _ in measured],
+        }
+    table = Table(
+        title=f"Aggregate steps/s, SQLite, median of {args.rounds} x {args.seconds:.0f} s (2 cores)"
+    )
     for col in ("transport", "sessions", "1 worker", "p99", "2 workers", "p99", "2 / 1"):
         table.add_column(col, justify="right")
     out: dict[str, Any] = {"rows": rows}
@@ -223,12 +248,13 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
     server = ServerProcess(f"sqlite:///{tmp}/batch.db")
     url = server.start(timeout=300)
     try:
-        single = statistics.median(
-            asyncio.run(batch_rate(url, 64, 4, batched=False)) for _ in range(3)
-        )
-        batched = statistics.median(
-            asyncio.run(batch_rate(url, 64, 4, batched=True)) for _ in range(3)
-        )
+        # Alternating, five times 16 rounds of 64 steps each way: one figure is a few tenths
+        # of a second, which the machine's other load can swing by half.
+        singles, batches = [], []
+        for _ in range(5):
+            singles.append(asyncio.run(batch_rate(url, 64, 16, batched=False)))
+            batches.append(asyncio.run(batch_rate(url, 64, 16, batched=True)))
+        single, batched = statistics.median(singles), statistics.median(batches)
     finally:
         server.stop()
     bt = Table(title="64 episodes over one /ws session, SQLite: episode-steps/s")
@@ -236,7 +262,12 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
         bt.add_column(col, justify="right")
     bt.add_row(f"{single:,.0f}", f"{batched:,.0f}", f"{batched / single:.2f}x")
     console.print(bt)
-    out["batch"] = {"single": single, "batched": batched, "ratio": batched / single}
+    out["batch"] = {
+        "single": single,
+        "batched": batched,
+        "ratio": batched / single,
+        "ratios": [b / s for s, b in zip(singles, batches, strict=True)],
+    }
     if args.json:
         args.json.write_text(json.dumps(out, indent=2))
     return out
