@@ -110,8 +110,9 @@ def clean_read(text: bytes | str) -> bool:
     that `find` need not walk it. orjson refuses NaN, Infinity, numbers past a float and lone
     surrogates, and `fast_json` leaves integers of 16 digits or more to the json module: what
     orjson reads can be hostile only by a NUL, which JSON can carry only as the escape
-    ``\\u0000``, or by more values than `find` looks at, which needs a text more than twice as
-    long as MAX_WALK (every value but the first takes a byte and a separator or bracket)."""
+    ``\\u0000``, or by more values than `find` looks at (a text of MAX_WALK characters holds
+    at most MAX_WALK / 2 + 1: every value but the first takes a character and a separator or
+    bracket)."""
     nul = b"\\u0000" if isinstance(text, bytes) else "\\u0000"
     return len(text) <= MAX_WALK and nul not in text  # type: ignore[operator]
 
