@@ -101,7 +101,8 @@ class WalCheckpointer:
             _close(conn)
 
     def checkpoint_now(self) -> None:
-        """Let the thread checkpoint at its next wake-up whatever was written (tests, close)."""
+        """From now on, let the thread checkpoint at its next wake-up whatever was written
+        (tests: no waiting for a thousand pages or two idle seconds)."""
         self.idle_after = 0.0
 
     def close(self, timeout: float = 5.0) -> None:
