@@ -31,7 +31,7 @@ BACKSTOP_PAGES = 10_000
 class WalCheckpointer:
     """Checkpoints one SQLite file's WAL from a daemon thread once enough has been written.
 
-    The writer reports an estimate of the pages each commit wrote (`wrote`); every ``interval``
+    The writer reports an estimate of the pages each append dirties (`wrote`); every ``interval``
     seconds the thread checkpoints if the estimate since its last checkpoint reached ``pages``,
     or if anything at all was written ``idle_after`` seconds ago or more (a quiet server's log
     is folded back too). The estimate is an int the writer only adds to and the thread only
@@ -57,8 +57,9 @@ class WalCheckpointer:
         self._start_lock = threading.Lock()
 
     def wrote(self, pages: int) -> None:
-        """Called after each commit, with about how many pages it wrote (cheap: an addition,
-        and the thread's start on the first call)."""
+        """Called by the writer for each append, with about how many pages it dirties (cheap:
+        an addition, and the thread's start on the first call). The thread's PASSIVE checkpoint
+        copies only what is committed, so counting an append before its commit is harmless."""
         self.written += pages
         if self._thread is None:
             self._start()
