@@ -37,7 +37,7 @@ from companyos.events.store import RecordedEvent
 from companyos.events.types import EpisodeEnded, Event, ToolCalled
 
 from .replay import Replay, events_of, replay
-from .reward import step_outcome
+from .reward import fork_outcome
 
 LOOK = Call("approvalflow", "list_approvals", {})
 """What the oracle agent (`agents.oracle.LOOK`) calls when the planner has nothing to do: a
@@ -105,19 +105,24 @@ class SimulatedForks:
             0, self.steps + 1 if self.outcome in (None, "abandoned") else self.steps
         )
         self._wins: dict[int, bool] = {}
+        self._shown: list[Seen] = []
+        """What each step of the transcript showed, rendered once for all the forks."""
 
     def _honest(self, k: int) -> HonestSolver:
         """The honest solver having read the transcript of the first k steps."""
         setup = self.replay.setup
         assert setup.task is not None and setup.info is not None
         solver = HonestSolver(setup.task.text, setup.info.scenario)
-        for s in self.replay.steps[:k]:
+        shown = self._shown
+        for i, s in enumerate(self.replay.steps[:k]):
+            if i == len(shown):
+                shown.append(_seen(s.world, s.events))
             params = s.call.params if isinstance(s.call.params, dict) else {}
             call = (str(s.call.app), str(s.call.method), params)
             solver.last = call
             solver.calls.setdefault(call[0], []).append(s.world.clock)
             try:
-                solver.observe(_seen(s.world, s.events))
+                solver.observe(shown[i])
             except Exception:
                 solver.last = None
                 solver.retry = False
@@ -147,7 +152,7 @@ class SimulatedForks:
             caused = decide_step(world, app, method, params, version + 1, rng, limits)
             after = fold(caused, world)
             # Only the outcome matters here, not the reward: `score_step` decides it this way.
-            outcome = step_outcome(after, r.graph.achieved(after), r.graph, r.profile)
+            outcome = fork_outcome(after, r.graph, r.profile)
             version += len(caused) + 1  # what the step caused, then its StepScored
             world = after
             if outcome is not None:

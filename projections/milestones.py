@@ -253,6 +253,35 @@ class MilestoneGraph:
         self._last = (key, world.clock, self._fresh_until(world), done)
         return done
 
+    def reached(self, world: World) -> bool:
+        """Whether the task's end counts in ``world`` (``success_id in achieved(world)``).
+        A milestone counts only if its own predicate holds, so the end's predicate is asked
+        first: while it does not hold (nearly every step of a simulated fork, which needs
+        only this) no other milestone is checked. Its verdict is kept in the same memo
+        `_evaluate` keeps, under the same rule (same part, same value)."""
+        key = (
+            world.tickets,
+            world.approvals,
+            world.baseline,
+            world.grants,
+            world.metrics,
+            world.approval_types,
+        )
+        last = self._last
+        if last is not None and last[1] <= world.clock < last[2] and _same(last[0], key):
+            return self.success_id in last[3]
+        i = len(self.milestones) - 1
+        m = self.milestones[i]
+        if m.reads is None:
+            value = m.check(world)
+        else:
+            part = m.reads(world)
+            seen, value = self._memo[i]
+            if not _same(seen, part):
+                value = m.check(world)
+                self._memo[i] = (part, value)
+        return bool(value) and self.success_id in self.achieved(world)
+
     def _fresh_until(self, world: World) -> int:
         """The first clock minute at which a goal metric that is fresh now goes stale: until
         then (and from now on) every clock-dependent predicate keeps its value."""

@@ -229,6 +229,15 @@ def step_outcome(
     return None
 
 
+def fork_outcome(world: World, graph: MilestoneGraph, profile: RewardProfile) -> str | None:
+    """`step_outcome` of ``world`` with its milestones as `score_step` finds them, asking only
+    whether the task's end counts (`MilestoneGraph.reached`) rather than for every milestone:
+    what a simulated fork needs after each of its steps."""
+    if graph.reached(world):
+        return "success"
+    return step_outcome(world, frozenset(), graph, profile)
+
+
 def score_step(
     prev: ScoreState,
     world: World,

@@ -5,7 +5,9 @@
 - The milestone graph's memo (whole-world and per-milestone) gives, after every step, the
   milestones that a fresh graph evaluating every predicate gives; so do its collateral count
   (also against `goals.collateral`), its per-submission verdicts (against `goals`) and its
-  "finished" test; and the world folded while deciding equals the fold of the log.
+  "finished" test; asked only whether the task's end counts (`reached`, what a simulated
+  fork asks), a graph answers as the full evaluation does; and the world folded while
+  deciding equals the fold of the log.
 - The signatures kept for OpenEnv's per-request look-up are the functions' own.
 """
 
@@ -26,9 +28,14 @@ from companyos.projections import milestones_for
 from .strategies import ORACLE, action, resolve
 
 
-def _play(seed: int, task: int, difficulty: int, actions: list) -> None:
+def _play(seed: int, task: int, difficulty: int, actions: list) -> bool:
+    """Plays ``actions``, checking every shortcut after each step; whether the task's end was
+    reached."""
     env = CompanyOSEnvironment(InMemoryEventStore())
     obs = env.reset(seed=seed, task_id=task, difficulty=difficulty)
+    assert env.episode is not None and env.episode.world.task is not None
+    # Asked only whether the end counts, step after step, as a simulated fork asks.
+    ends_only = milestones_for(env.episode.world.task.goal)
     for a in actions:
         ep = env.episode
         assert ep is not None
@@ -47,6 +54,8 @@ def _play(seed: int, task: int, difficulty: int, actions: list) -> None:
             assert canonical(again.payload()) == canonical(live.payload())
         fresh = milestones_for(ep.world.task.goal)  # type: ignore[union-attr]
         assert ep.graph.achieved(ep.world) == fresh._evaluate(ep.world) == ep.score.achieved
+        reached = fresh.success_id in ep.score.achieved
+        assert ends_only.reached(ep.world) == ep.graph.reached(ep.world) == reached
         assert (
             ep.graph.damage(ep.world) == fresh.damage(ep.world) == len(goals.collateral(ep.world))
         )
@@ -59,6 +68,7 @@ def _play(seed: int, task: int, difficulty: int, actions: list) -> None:
         assert ep.world == fold(r.event for r in env.store.read(ep.id))  # deciding = after
         if obs.done:
             break
+    return reached
 
 
 @settings(max_examples=120, deadline=None)
@@ -73,9 +83,12 @@ def test_shortcuts_equal_the_long_way(seed, task, difficulty, actions):
 
 
 def test_oracle_episodes_over_every_family_and_level():
-    for task in range(len(FAMILY_NAMES)):
-        for difficulty in range(4):
-            _play(task * 7 + difficulty, task, difficulty, [ORACLE] * 40)
+    ended = [
+        _play(task * 7 + difficulty, task, difficulty, [ORACLE] * 40)
+        for task in range(len(FAMILY_NAMES))
+        for difficulty in range(4)
+    ]
+    assert sum(ended) >= len(ended) - 2  # `reached` was seen true, not only false
 
 
 def test_a_value_validation_would_convert_takes_the_validated_path():
@@ -236,3 +249,31 @@ def test_the_kept_signatures_are_the_functions_own():
         bare.__kwdefaults__ = function.__kwdefaults__
         bare.__annotations__ = function.__annotations__
         assert function.__signature__ == inspect.signature(bare)
+
+
+def test_the_end_does_not_count_while_a_prerequisite_fails():
+    """`reached` asks the end's own predicate first; a world where it holds but `clean` does
+    not (another ticket meddled with after the approval) is not a success, by either way."""
+    from companyos.agents import in_process_oracle, play
+
+    ends = 0
+    for family in FAMILY_NAMES:
+        env = CompanyOSEnvironment()
+        r = play(env, in_process_oracle(env), seed=3, task_id=family, difficulty=1)
+        assert env.episode is not None and r.outcome == "success"
+        w = env.episode.world
+        assert w.task is not None
+        graph = milestones_for(w.task.goal)
+        assert graph.reached(w)
+        goal_tickets = {t.ticket_id for t in w.task.goal.tickets}
+        other = next(t for t in w.tickets.values() if t.ticket_id not in goal_tickets)
+        meddled = w._replace(
+            tickets={**w.tickets, other.ticket_id: other._replace(verified=not other.verified)}
+        )
+        last = graph.milestones[-1]
+        ends += last.check(meddled)  # the end's own predicate still holds ...
+        fresh = milestones_for(w.task.goal)
+        assert not graph.reached(meddled)  # ... yet the end does not count
+        assert graph.success_id not in fresh._evaluate(meddled)
+        assert graph.reached(w)
+    assert ends >= len(FAMILY_NAMES) // 2

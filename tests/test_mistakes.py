@@ -19,6 +19,7 @@ import pytest
 from companyos.agents import play
 from companyos.agents.flawed import FLAWED, Flawed
 from companyos.agents.honest import HonestAgent
+from companyos.agents.random_agent import RandomAgent
 from companyos.agents.toolcalls import JUNK_APP
 from companyos.analytics.no_return import point_of_no_return
 from companyos.analytics.warehouse import Warehouse
@@ -223,6 +224,56 @@ def test_the_honest_fork_at_zero_is_the_honest_agent_s_own_play():
             sim = forks.continue_from(0)
             assert (sim.outcome, sim.steps) == (r.outcome, r.steps)
             assert sim.world.without_lineage().clock == replay(records).world.clock
+
+
+def test_forks_of_one_episode_answer_as_forks_taken_alone():
+    """The forks of an episode share its transcript's rendering (each step rendered once);
+    taken in any order, each continuation is the one a fresh set of forks gives, so no fork's
+    player changed what a later one reads."""
+    import random
+
+    env = CompanyOSEnvironment()
+    checked = 0
+    for i, family in enumerate(FAMILY_NAMES):
+        for agent in (RandomAgent(i), FLAWED["no_retry_after_fault"]()):
+            r = play(env, agent, seed=20 + i, task_id=family, difficulty=3)
+            if r.outcome == "success":
+                continue
+            records = env.store.read(r.episode_id)
+            shared = SimulatedForks(records)
+            ks = list(shared.forkable)
+            random.Random(i).shuffle(ks)
+            for k in ks[:12]:
+                got, alone = shared.continue_from(k), SimulatedForks(records).continue_from(k)
+                assert (got.outcome, got.steps, got.version) == (
+                    alone.outcome,
+                    alone.steps,
+                    alone.version,
+                ), f"{r.episode_id} at {k}"
+                assert got.world == alone.world
+                checked += 1
+    assert checked >= 40
+
+
+def test_the_solver_leaves_what_it_was_shown_as_it_was():
+    """A refusal teaches the solver a metric's dataset; it notes it in its own copy of the
+    catalogue, not in the observation it read (which forks share)."""
+    import copy
+
+    from companyos.domain.honest import HonestSolver, Seen
+
+    env = CompanyOSEnvironment()
+    env.reset(seed=0, task_id="vendor_onboarding", difficulty=1)
+    assert env.episode is not None and env.episode.world.task is not None
+    solver = HonestSolver(env.episode.world.task.text, "vendor_onboarding")
+    listing = Seen(0, {"metrics": [{"metric": "vendor_compliance_score"}]}, "", None)
+    kept = copy.deepcopy(listing.result)
+    solver.last = ("datahub", "list_metrics", {})
+    solver.observe(listing)
+    solver.last = ("datahub", "query_metric", {"metric_name": "vendor_compliance_score"})
+    solver.observe(Seen(5, {}, "Access to dataset 'finance' is required.", "permission_denied"))
+    assert solver.catalog == [{"metric": "vendor_compliance_score", "dataset": "finance"}]
+    assert listing.result == kept
 
 
 @pytest.mark.parametrize("name", ["wrong_object", "fixed_too_late"])

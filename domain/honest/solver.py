@@ -113,7 +113,10 @@ class HonestSolver:
         if method == "list_approval_types":
             self.types = result.get("approval_types", {})
         elif method == "list_metrics":
-            self.catalog = result.get("metrics", [])
+            # Copies: a refusal later notes an entry's dataset in it (`_refused`), and what was
+            # shown is not ours to change (simulated forks share each step's rendering).
+            metrics = result.get("metrics", [])
+            self.catalog = [dict(e) if isinstance(e, dict) else e for e in metrics]
         elif method == "list_tickets" and self.main is None:
             for t in result.get("tickets", []):
                 if matches(self.brief.find, str(t.get("title", ""))):
