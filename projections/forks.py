@@ -29,7 +29,8 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any, NamedTuple
 
-from companyos.domain import DEFAULT_LIMITS, Call, Limits, World, decide_step, fold, plan
+from companyos.domain import DEFAULT_LIMITS, Call, Limits, World, plan
+from companyos.domain.decider import decide_and_fold
 from companyos.domain.honest import HonestSolver, Seen
 from companyos.domain.rendering import render_result
 from companyos.domain.rng import episode_rng
@@ -149,8 +150,9 @@ class SimulatedForks:
             else:
                 call = plan(world) or LOOK
                 app, method, params = call.app, call.method, call.params
-            caused = decide_step(world, app, method, params, version + 1, rng, limits)
-            after = fold(caused, world)
+            # The world after, as a live step gets it (folded while deciding, tested equal to
+            # the fold of the log).
+            caused, after = decide_and_fold(world, app, method, params, version + 1, rng, limits)
             # Only the outcome matters here, not the reward: `score_step` decides it this way.
             outcome = fork_outcome(after, r.graph, r.profile)
             version += len(caused) + 1  # what the step caused, then its StepScored

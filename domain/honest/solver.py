@@ -55,6 +55,9 @@ def _minute(label: str) -> int | None:
         return None
 
 
+_UNSEEN = object()
+
+
 class HonestSolver:
     """One episode's solver: ``act(seen)`` gives the next call after seeing ``seen``."""
 
@@ -81,6 +84,8 @@ class HonestSolver:
         self.retry = False
         self.decision: bool | None = None
         """True: go ahead; False: the rule says decline (or flag)."""
+        self._needs_of: tuple[Any, list[dict[str, Any]]] = (_UNSEEN, [])
+        """`_needed` for the catalogue it was found in: a plan asks it several times."""
 
     # ------------------------------------------------------------------ seeing
 
@@ -256,9 +261,16 @@ class HonestSolver:
         return None
 
     def _needed(self) -> list[dict[str, Any]]:
+        # Which entries match depends only on their names and descriptions, and a catalogue
+        # is replaced whole when listed again (entries only learn a dataset in place).
+        catalog, needed = self._needs_of
+        if catalog is self.catalog:
+            return needed
         b = self.brief
         wanted = [b.subject, b.above, b.rule.bound if b.rule else ()]
-        return [m for hints in wanted if hints and (m := self._metric(hints)) is not None]
+        needed = [m for hints in wanted if hints and (m := self._metric(hints)) is not None]
+        self._needs_of = (self.catalog, needed)
+        return needed
 
     def _figures(self) -> list[Call]:
         """Pull each figure the work stands on fresh from its source (a refresh reads the
