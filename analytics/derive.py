@@ -1,9 +1,10 @@
 """One episode stream's warehouse rows (`derive`), and a worker process's share of a page.
 
 The rows come from the projections: `replay` (each distinct set-up folded once, `setups`),
-every mistake and the decisive one of a failure (`projections.mistakes`), and `lifecycle`.
-This module imports no database driver: it is all a worker process of the warehouse imports
-(`warehouse.DerivePool`), so a worker starts in a fraction of a second and stays small.
+every mistake, the decisive one and the point of no return of a failure
+(`projections.mistakes`), and `lifecycle`. This module imports no database driver: it is all
+a worker process of the warehouse imports (`warehouse.DerivePool`), so a worker starts in a
+fraction of a second and stays small.
 """
 
 from __future__ import annotations
@@ -126,18 +127,22 @@ def _failure_row(eid: str, found: Analysis, r: Replay) -> tuple[Any, ...] | None
     mistake = found.decisive
     if mistake is None:
         return None
-    return (eid, mistake.label, mistake.step, mistake.detail, None, False)
+    return (eid, mistake.label, mistake.step, mistake.detail, found.point_of_no_return, True)
 
 
 def derive(
     rows: Sequence[RawEvent], events: Sequence[Event], setups: SetupCache | None = None
 ) -> Derived:
     """The rows of one whole episode stream (``rows`` as stored, ``events`` their models), from
-    the projections: replay (each distinct set-up folded once, with ``setups``), every mistake
-    and the decisive one of a failure (`projections.mistakes`), and `lifecycle`."""
+    the projections: replay (each distinct set-up folded once, with ``setups``), every mistake,
+    the decisive one and the point of no return of a failure (`projections.mistakes`), and
+    `lifecycle`."""
     r = replay(events) if setups is None else setups.replay(events, [x.hash for x in rows])
     eid = rows[0].stream
-    found = analyse(events, r)  # costs honest forks for a failure: once per distinct stream
+    # A failure costs honest forks, once per distinct stream: those that find its decisive
+    # mistake, then those that find its point of no return (sharing the forks both ask for),
+    # here while the load goes on rather than in a pass of their own after it.
+    found = analyse(events, r, with_point_of_no_return=True)
     return Derived(
         eid,
         [_step_row(eid, s) for s in r.steps],

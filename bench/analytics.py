@@ -14,6 +14,10 @@ process's, plus its largest worker's when it has workers) is its own, not the be
   16) and the new one (`companyos.analytics.warehouse`) as it runs by default (``--workers``
   worker processes deriving episodes beside the loading process: CPUs - 1), and the new one in
   one process (no worker);
+* the points of no return `companyos analyze` works out after a load, for every failure that
+  has none yet: all of them after today's load (a pass of their own, in one process), none
+  after the new one (worked out while loading, with the decisive mistake's forks); and the
+  two together, what a user waits for before the failures table is complete;
 * Parquet export of the loaded warehouse: today's export and the new one (bounded memory);
 * catch-up: ``--catch-up`` new events appended to the store after the loads, caught up by both;
 * every canned query on the loaded warehouse (median of ``--rounds``);
@@ -201,6 +205,32 @@ def child_export(path: str, out: str, which: str) -> dict[str, Any]:
     return result
 
 
+def child_no_return(db: str, path: str, which: str) -> dict[str, Any]:
+    """The pass `companyos analyze` makes after a load: the point of no return of every
+    failure that has none yet (today's load works out none; the new one all of them)."""
+    from companyos.analytics.no_return import point_of_no_return
+
+    store = _store(db)
+    if which == "today":
+        import reference_analytics
+
+        wh: Any = reference_analytics.Warehouse(path)
+    else:
+        from companyos.analytics.warehouse import Warehouse
+
+        wh = Warehouse(path, workers=0)
+
+    def work() -> int:
+        pending = wh.failed_without_no_return()
+        wh.set_points_of_no_return({e: point_of_no_return(store.read(e)) for e in pending})
+        return len(pending)
+
+    result = _measured(work)
+    wh.close()
+    store.close()
+    return result
+
+
 def child_catch_up(db: str, path: str, which: str) -> dict[str, Any]:
     store = _store(db)
     if which == "today":
@@ -344,6 +374,36 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
                 }
             )
             (work / "one.duckdb").unlink(missing_ok=True)
+        say("points of no return after each load")
+        old_p = in_child(child_no_return, db, str(work / "today.duckdb"), "today")
+        new_p = in_child(child_no_return, db, str(work / "new.duckdb"), "new")
+        rows.append(
+            {
+                "name": f"points of no return after the load, today ({old_p['out']:,} failures)",
+                **old_p,
+            }
+        )
+        rows.append(
+            {
+                "name": f"points of no return after the load, new ({new_p['out']:,} left)",
+                **new_p,
+            }
+        )
+        rows.append(
+            {
+                "name": "full load and its points of no return, today",
+                "wall": old["wall"] + old_p["wall"],
+                "cpu": old["cpu"] + old_p["cpu"],
+            }
+        )
+        rows.append(
+            {
+                "name": f"full load and its points of no return, new ({how})",
+                "wall": new["wall"] + new_p["wall"],
+                "cpu": new["cpu"] + new_p["cpu"],
+                "ratio": (old["wall"] + old_p["wall"]) / (new["wall"] + new_p["wall"]),
+            }
+        )
         say("exports")
         old_x = in_child(child_export, str(work / "today.duckdb"), str(work / "pq-old"), "today")
         shutil.rmtree(work / "pq-old", ignore_errors=True)

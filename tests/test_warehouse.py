@@ -16,6 +16,7 @@ import pytest
 
 from companyos.agents import RandomAgent, in_process_naive, in_process_oracle, play
 from companyos.analytics import warehouse as warehouse_module
+from companyos.analytics.no_return import point_of_no_return
 from companyos.analytics.warehouse import TABLES, Warehouse
 from companyos.api import CompanyOSEnvironment
 from companyos.domain import FAMILY_NAMES
@@ -355,12 +356,31 @@ def test_identical_streams_get_identical_rows():
 # ---------------------------------------------------------------------------- rebuild, no return
 
 
+def test_the_load_works_out_each_failures_point_of_no_return(store: EventStore):
+    """Derived with the decisive mistake (sharing its forks), in the load: each failure's
+    point of no return is the one `point_of_no_return` finds on its own."""
+    play_round(store, range(0, 4))
+    odd_streams(store)
+    with Warehouse(page_size=100) as wh:
+        wh.catch_up(store)
+        assert wh.failed_without_no_return() == []
+        rows = wh.con.execute(
+            "SELECT episode_id, point_of_no_return, no_return_checked FROM failures"
+        ).fetchall()
+        assert len(rows) >= 4
+        for eid, k, checked in rows:
+            assert checked and k == point_of_no_return(store.read(eid)), eid
+        assert any(k is not None for _, k, _ in rows)
+
+
 def test_rebuild_gives_the_same_tables_and_keeps_points_of_no_return(store: EventStore):
     play_round(store, range(0, 4))
     odd_streams(store)
     with Warehouse(page_size=100) as wh:
         wh.catch_up(store)
-        failed = wh.failed_without_no_return()
+        # Set by hand (as `set_points_of_no_return` stores values worked out elsewhere): a
+        # rebuild keeps them for the streams that did not change.
+        failed = [r[0] for r in wh.con.execute("SELECT episode_id FROM failures").fetchall()]
         assert failed
         values = {eid: (i if i % 3 else None) for i, eid in enumerate(failed)}
         assert wh.set_points_of_no_return({**values, "not-an-episode": 4}) == len(failed)
@@ -383,6 +403,8 @@ def test_points_of_no_return_are_dropped_when_the_episode_changes():
     env.reset(seed=3, task_id=FAMILY_NAMES[0], difficulty=2, agent="random")  # abandons it
     with Warehouse() as wh:
         wh.catch_up(store)
+        assert wh.failed_without_no_return() == []  # worked out in the load
+        wh.con.execute("UPDATE failures SET no_return_checked = false")  # as before issue 16
         assert wh.failed_without_no_return() == [obs.episode_id]
         wh.set_points_of_no_return({obs.episode_id: 0})
         assert wh.failed_without_no_return() == []
