@@ -1,6 +1,6 @@
-"""`companyos analyze`: why did this agent fail? Catch the DuckDB warehouse up with the log,
-work out the point of no return of new failures, then print the canned reports, run ad-hoc SQL
-(in the sandbox), or write the HTML report with its plots."""
+"""`companyos analyze`: why did this agent fail? Catch the DuckDB warehouse up with the log
+(each new failure with its decisive mistake and its point of no return), then print the canned
+reports, run ad-hoc SQL (in the sandbox), or write the HTML report with its plots."""
 
 from __future__ import annotations
 
@@ -160,8 +160,9 @@ def _cell(v: Any) -> str:
 
 @contextmanager
 def caught_up(args: argparse.Namespace, quiet: bool) -> Iterator[Any]:
-    """The warehouse at ``args.warehouse``, caught up with ``args.store`` (or rebuilt), with
-    the points of no return of new failures worked out unless ``args.skip_no_return``."""
+    """The warehouse at ``args.warehouse``, caught up with ``args.store`` (or rebuilt); the
+    points of no return that a file loaded by an earlier version left for later are worked out
+    unless ``args.skip_no_return`` (new failures get theirs in the load)."""
     from companyos.analytics.warehouse import Warehouse
     from companyos.events import open_store
 
@@ -173,10 +174,11 @@ def caught_up(args: argparse.Namespace, quiet: bool) -> Iterator[Any]:
             done = _catch_up(wh, store, args.rebuild, quiet)
             ponr = 0 if args.skip_no_return else _no_return(wh, store, quiet)
             if not quiet:
+                older = f", {ponr:,} earlier points of no return" if ponr else ""
                 _console().print(
                     f"[dim]warehouse {path}: +{done.events:,} events, {done.episodes:,} "
-                    f"episodes derived, {ponr:,} points of no return, position "
-                    f"{done.position:,} ({time.perf_counter() - started:.1f} s)[/dim]"
+                    f"episodes derived{older}, position {done.position:,} "
+                    f"({time.perf_counter() - started:.1f} s)[/dim]"
                 )
             yield wh
     finally:
@@ -233,7 +235,8 @@ def add_warehouse_args(p: argparse.ArgumentParser) -> None:
     p.add_argument(
         "--skip-no-return",
         action="store_true",
-        help="do not work out points of no return (honest forks per new failed episode)",
+        help="do not work out the points of no return that a warehouse file loaded by an "
+        "earlier version left for later (new failures get theirs as they are loaded)",
     )
     p.add_argument("--quiet", action="store_true", help="no progress or status lines")
 
