@@ -200,6 +200,18 @@ class Collateral:
         return n
 
 
+def _parts(world: World) -> tuple[Any, ...]:
+    """The parts of the world the predicates read, besides the clock (compared by identity)."""
+    return (
+        world.tickets,
+        world.approvals,
+        world.baseline,
+        world.grants,
+        world.metrics,
+        world.approval_types,
+    )
+
+
 class MilestoneGraph:
     """A task's milestones in dependency order, with the memo described above."""
 
@@ -236,14 +248,7 @@ class MilestoneGraph:
         predicates read, while no goal metric crossed its freshness limit, gets the last answer
         back (`_key` below); otherwise each milestone is checked unless its own part is the
         same as last time."""
-        key = (
-            world.tickets,
-            world.approvals,
-            world.baseline,
-            world.grants,
-            world.metrics,
-            world.approval_types,
-        )
+        key = _parts(world)
         last = self._last
         if last is not None:
             clock = world.clock
@@ -259,14 +264,7 @@ class MilestoneGraph:
         first: while it does not hold (nearly every step of a simulated fork, which needs
         only this) no other milestone is checked. Its verdict is kept in the same memo
         `_evaluate` keeps, under the same rule (same part, same value)."""
-        key = (
-            world.tickets,
-            world.approvals,
-            world.baseline,
-            world.grants,
-            world.metrics,
-            world.approval_types,
-        )
+        key = _parts(world)
         last = self._last
         if last is not None and last[1] <= world.clock < last[2] and _same(last[0], key):
             return self.success_id in last[3]
