@@ -596,8 +596,9 @@ class Warehouse:
         return CatchUpResult(loaded, len(derived), self._position, time.perf_counter() - started)
 
     def rebuild(self, store: EventStore, progress: Progress | None = None) -> CatchUpResult:
-        """Drop every table and load the whole log again. Points of no return already computed
-        are kept for episodes whose stream has not changed (they cost an oracle run per step)."""
+        """Drop every table and load the whole log again. The load works out each failure's
+        point of no return again; one stored for an episode whose stream has not changed (set
+        by `set_points_of_no_return`, perhaps by other means) is kept as it was."""
         kept = self.con.execute(
             "SELECT f.episode_id, e.last_position, f.point_of_no_return "
             "FROM failures f JOIN episodes e USING (episode_id) WHERE f.no_return_checked"
