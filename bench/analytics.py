@@ -208,7 +208,7 @@ def child_export(path: str, out: str, which: str) -> dict[str, Any]:
 def child_no_return(db: str, path: str, which: str) -> dict[str, Any]:
     """The pass `companyos analyze` makes after a load: the point of no return of every
     failure that has none yet (today's load works out none; the new one all of them)."""
-    from companyos.analytics.no_return import point_of_no_return
+    from companyos.analyze import work_out_points_of_no_return
 
     store = _store(db)
     if which == "today":
@@ -220,12 +220,7 @@ def child_no_return(db: str, path: str, which: str) -> dict[str, Any]:
 
         wh = Warehouse(path, workers=0)
 
-    def work() -> int:
-        pending = wh.failed_without_no_return()
-        wh.set_points_of_no_return({e: point_of_no_return(store.read(e)) for e in pending})
-        return len(pending)
-
-    result = _measured(work)
+    result = _measured(lambda: work_out_points_of_no_return(wh, store, quiet=True))
     wh.close()
     store.close()
     return result

@@ -73,8 +73,9 @@ def _catch_up(wh: Any, store: Any, rebuild: bool, quiet: bool) -> Any:
         return (wh.rebuild if rebuild else wh.catch_up)(store, progress=progress)
 
 
-def _no_return(wh: Any, store: Any, quiet: bool) -> int:
-    """Work out the point of no return of every failed episode that has none yet."""
+def work_out_points_of_no_return(wh: Any, store: Any, quiet: bool) -> int:
+    """Work out the point of no return of every failed episode that has none yet (a warehouse
+    file loaded by an earlier version; the load works out new failures' own); how many."""
     from rich.progress import (
         BarColumn,
         MofNCompleteColumn,
@@ -172,7 +173,7 @@ def caught_up(args: argparse.Namespace, quiet: bool) -> Iterator[Any]:
     try:
         with Warehouse(path) as wh:
             done = _catch_up(wh, store, args.rebuild, quiet)
-            ponr = 0 if args.skip_no_return else _no_return(wh, store, quiet)
+            ponr = 0 if args.skip_no_return else work_out_points_of_no_return(wh, store, quiet)
             if not quiet:
                 older = f", {ponr:,} earlier points of no return" if ponr else ""
                 _console().print(

@@ -200,18 +200,6 @@ class Collateral:
         return n
 
 
-def _parts(world: World) -> tuple[Any, ...]:
-    """The parts of the world the predicates read, besides the clock (compared by identity)."""
-    return (
-        world.tickets,
-        world.approvals,
-        world.baseline,
-        world.grants,
-        world.metrics,
-        world.approval_types,
-    )
-
-
 class MilestoneGraph:
     """A task's milestones in dependency order, with the memo described above."""
 
@@ -246,14 +234,11 @@ class MilestoneGraph:
     def achieved(self, world: World) -> frozenset[str]:
         """The milestones that count in ``world``. A step that replaced none of the parts the
         predicates read, while no goal metric crossed its freshness limit, gets the last answer
-        back (`_key` below); otherwise each milestone is checked unless its own part is the
+        back (`_last_answer`); otherwise each milestone is checked unless its own part is the
         same as last time."""
-        key = _parts(world)
-        last = self._last
-        if last is not None:
-            clock = world.clock
-            if last[1] <= clock < last[2] and _same(last[0], key):
-                return last[3]
+        key, done = self._last_answer(world)
+        if done is not None:
+            return done
         done = self._evaluate(world)
         self._last = (key, world.clock, self._fresh_until(world), done)
         return done
@@ -264,10 +249,9 @@ class MilestoneGraph:
         first: while it does not hold (nearly every step of a simulated fork, which needs
         only this) no other milestone is checked. Its verdict is kept in the same memo
         `_evaluate` keeps, under the same rule (same part, same value)."""
-        key = _parts(world)
-        last = self._last
-        if last is not None and last[1] <= world.clock < last[2] and _same(last[0], key):
-            return self.success_id in last[3]
+        done = self._last_answer(world)[1]
+        if done is not None:
+            return self.success_id in done
         i = len(self.milestones) - 1
         m = self.milestones[i]
         if m.reads is None:
@@ -279,6 +263,22 @@ class MilestoneGraph:
                 value = m.check(world)
                 self._memo[i] = (part, value)
         return bool(value) and self.success_id in self.achieved(world)
+
+    def _last_answer(self, world: World) -> tuple[tuple[Any, ...], frozenset[str] | None]:
+        """The parts of ``world`` the predicates read (compared by identity), and the last
+        answer if it still holds for them at this clock (else None)."""
+        key = (
+            world.tickets,
+            world.approvals,
+            world.baseline,
+            world.grants,
+            world.metrics,
+            world.approval_types,
+        )
+        last = self._last
+        if last is not None and last[1] <= world.clock < last[2] and _same(last[0], key):
+            return key, last[3]
+        return key, None
 
     def _fresh_until(self, world: World) -> int:
         """The first clock minute at which a goal metric that is fresh now goes stale: until

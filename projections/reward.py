@@ -235,6 +235,7 @@ def fork_outcome(world: World, graph: MilestoneGraph, profile: RewardProfile) ->
     what a simulated fork needs after each of its steps."""
     if graph.reached(world):
         return "success"
+    # `step_outcome` reads the milestones only to tell success, which is settled above.
     return step_outcome(world, frozenset(), graph, profile)
 
 
