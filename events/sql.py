@@ -13,6 +13,8 @@ from __future__ import annotations
 import contextlib
 import fcntl
 import logging
+import random as _random
+import sqlite3 as _sqlite3
 import threading
 import time
 from collections.abc import Iterator, Sequence
@@ -250,6 +252,36 @@ def unavailable(exc: BaseException, url: str) -> StoreError:
     return StoreError(f"event store unavailable ({type(cause).__name__})")
 
 
+WAL_SWITCH_PATIENCE = 30.0
+"""Seconds a connection keeps trying to put a fresh database into WAL mode (`enter_wal`)."""
+
+
+def enter_wal(dbapi_conn: Any, patience: float = WAL_SWITCH_PATIENCE) -> None:
+    """Put the database in WAL mode, waiting out other connections doing the same.
+
+    On a fresh file the switch reads the header under a shared lock, then needs the exclusive
+    one. Two processes that both hold the shared lock would deadlock, so SQLite fails one of
+    them at once with "database is locked", without calling the busy handler: the connect
+    timeout does not cover it. Replicas started together on a new database hit this (about 3%
+    of opens with 8 processes), so the switch is retried, with jitter, until ``patience``
+    runs out; once one of them has switched, the mode is in the file and the rest find it.
+    """
+    deadline = time.monotonic() + patience
+    delay = 0.001
+    while True:
+        try:
+            dbapi_conn.execute("PRAGMA journal_mode=WAL")
+            return
+        except _sqlite3.OperationalError as exc:
+            message = str(exc).lower()
+            if ("locked" not in message and "busy" not in message) or (
+                time.monotonic() >= deadline
+            ):
+                raise
+        time.sleep(delay * (0.5 + _random.random()))
+        delay = min(delay * 2, 0.05)
+
+
 _UNBOUNDED = 2**62
 """A group size no block of appends reaches (`SQLEventStore.deferred_commit`)."""
 
@@ -386,7 +418,7 @@ class SQLEventStore(EventStore):
         def _connect(dbapi_conn: Any, _record: Any) -> None:
             # Autocommit at the driver: the writer issues BEGIN IMMEDIATE / COMMIT itself.
             dbapi_conn.isolation_level = None
-            dbapi_conn.execute("PRAGMA journal_mode=WAL")
+            enter_wal(dbapi_conn)
             dbapi_conn.execute(f"PRAGMA synchronous={synchronous}")
             dbapi_conn.execute("PRAGMA busy_timeout=30000")
             # The store's checkpointer folds the WAL back from a thread of its own; the

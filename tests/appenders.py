@@ -122,6 +122,19 @@ def open_fresh(url: str, start: Any, out: Any) -> None:
         out.put(repr(exc))
 
 
+def open_many_fresh(urls: list[str], barrier: Any, out: Any) -> None:
+    """Open each of ``urls`` (new files) in turn, in step with other processes doing the same:
+    all wait at ``barrier`` before each open so that they reach it together."""
+    failures = []
+    for url in urls:
+        barrier.wait()
+        try:
+            SQLEventStore(url).close()
+        except Exception as exc:  # reported to the test, which shows it
+            failures.append(f"{url}: {exc!r} (cause {exc.__cause__!r})")
+    out.put(failures)
+
+
 def unlocked(store: SQLEventStore) -> SQLEventStore:
     """The store without its append lock (PostgreSQL): what the tailing proof must catch."""
     store._sql.lock = _Prepared(select(bindparam("k")), store.engine.dialect)

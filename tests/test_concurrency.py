@@ -27,7 +27,17 @@ from companyos.events.sql import SQLEventStore, sqlite_url
 from companyos.events.types import TicketViewed
 
 from . import ledger
-from .appenders import HeldStore, churn, open_fresh, race, tag_of, tagged, tail, unlocked
+from .appenders import (
+    HeldStore,
+    churn,
+    open_fresh,
+    open_many_fresh,
+    race,
+    tag_of,
+    tagged,
+    tail,
+    unlocked,
+)
 from .conftest import (
     POSTGRES_URL,
     drop_postgres_schema,
@@ -101,6 +111,33 @@ def test_replicas_starting_together_on_a_fresh_database_all_open_it(backend, tmp
         if schema is not None:
             drop_postgres_schema(POSTGRES_URL, schema)  # type: ignore[arg-type]
         assert results == ["ok"] * len(procs), results
+
+
+def test_sqlite_processes_opening_new_files_together_all_switch_them_to_wal(tmp_path):
+    """Regression: the switch of a new file to WAL mode needs the exclusive lock after a shared
+    one, and SQLite fails one of two processes doing it at once with "database is locked"
+    without calling the busy handler (the connect timeout does not cover it). Without the
+    store's retry, every run of these 200 opens in step had failures here."""
+    files = ledger.scaled(25, 100)
+    urls = [sqlite_url(tmp_path / f"new-{n}.db") for n in range(files)]
+    ctx = multiprocessing.get_context("fork")  # quick to start: the race is in the opens
+    barrier, out = ctx.Barrier(8), ctx.Queue()
+    procs = [ctx.Process(target=open_many_fresh, args=(urls, barrier, out)) for _ in range(8)]
+    for p in procs:
+        p.start()
+    failures = [f for batch in _collect(out, len(procs)) for f in batch]
+    for p in procs:
+        p.join(60)
+    assert failures == []
+    for url in urls:
+        store = SQLEventStore(url, create_tables=False)
+        with store.engine.connect() as conn:
+            assert conn.exec_driver_sql("PRAGMA journal_mode").scalar() == "wal"
+        store.close()
+    ledger.record(
+        "concurrency: processes creating new SQLite files together",
+        f"8 processes opened {files} new files at once: {8 * files} opens, none failed",
+    )
 
 
 def test_racing_processes_have_exactly_one_winner_per_version(shared_url):
