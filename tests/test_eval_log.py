@@ -130,6 +130,13 @@ def test_the_llm_config_and_usage_are_recorded(tmp_path):
     assert "95% CI" in md and "| llm | all | 1 | 0.0% | 0%-79% |" in md
 
 
+def _ctrl_c_as_at_a_terminal() -> None:
+    """A command started in the background by a shell (``make test &``, a CI runner) inherits
+    SIGINT ignored, and Python then leaves it ignored: Ctrl-C is what is tested, so the child
+    gets SIGINT's default back, as a command typed at a terminal has it."""
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
+
+
 def test_ctrl_c_writes_what_was_done_and_resume_finishes(tmp_path):
     """A real SIGINT to a real `companyos eval` playing a slow model on two workers."""
     out = tmp_path / "out"
@@ -161,7 +168,13 @@ def test_ctrl_c_writes_what_was_done_and_resume_finishes(tmp_path):
             "--out",
             str(out),
         ]
-        proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        proc = subprocess.Popen(
+            cmd,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+            preexec_fn=_ctrl_c_as_at_a_terminal,
+        )
         log = out / "episodes.jsonl"
         deadline = time.monotonic() + 120
         while time.monotonic() < deadline:
