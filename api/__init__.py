@@ -1,13 +1,18 @@
 """The in-process OpenEnv API (environment, wire models, episode aggregate).
 
 The names are imported lazily: `companyos.api.settings` and the other light modules must not
-pull in the OpenEnv server stack (gradio and all), which the command line pays for on every
-call otherwise (`companyos --help` included)."""
+pull in the OpenEnv server stack, which the command line pays for on every call otherwise
+(`companyos --help` included). When it is imported, it comes without OpenEnv's web UI
+(`openenv_import`)."""
 
 from __future__ import annotations
 
 from importlib import import_module
 from typing import TYPE_CHECKING, Any
+
+from . import openenv_import
+
+openenv_import.install()
 
 if TYPE_CHECKING:
     from .environment import CompanyOSEnvironment
