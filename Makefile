@@ -46,6 +46,7 @@ demo: $(STAMP) ## play one oracle episode and print its timeline
 
 bench: $(STAMP) ## throughput and start-up benchmarks (ratios against references measured in the same run: an original-style step, a no-op OpenEnv server, one worker, python -c pass)
 	$(PY) bench/cli_startup.py
+	$(PY) bench/canonical_json.py
 	$(PY) bench/step_throughput.py
 	$(PY) bench/serve_throughput.py
 	$(PY) bench/serve_workers.py

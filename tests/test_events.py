@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import orjson
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 from sqlalchemy import insert
 
 from companyos.agents import in_process_oracle, play
@@ -11,8 +13,9 @@ from companyos.api import CompanyOSEnvironment
 from companyos.api.verify import verify_episode
 from companyos.domain import build_episode
 from companyos.events import EVENT_ADAPTER, EVENT_TYPES, GENESIS, first_broken_link, upcast
-from companyos.events.chain import canonical, chain_hash
+from companyos.events.chain import canonical, chain_hash, event_body
 from companyos.events.sql import EVENTS, STREAMS, SQLEventStore, sqlite_url
+from companyos.events.store import seal_all
 from companyos.events.types import EpisodeStarted, Event
 from companyos.events.upcasting import UnknownEventType
 from companyos.projections import replay
@@ -159,3 +162,28 @@ def test_verify_keeps_the_agent_label():
     records = env.store.read(env.episode.id)
     assert records[0].event.agent == "oracle"
     assert verify_episode(env.store, env.episode.id).ok
+
+
+_EVENTS = all_events()
+
+
+@settings(max_examples=150, deadline=None)
+@given(
+    picks=st.lists(st.integers(0, len(_EVENTS) - 1), min_size=1, max_size=14),
+    seq=st.integers(-1, 500),
+    prev=st.sampled_from([GENESIS, "ab" * 32]),
+)
+def test_sealing_matches_the_reference_chain(picks, seq, prev):
+    """`seal_all` (inlined and cached for speed) gives each event the canonical JSON of its
+    payload and the hash `event_body` and `chain_hash` define, whatever the mix of an
+    instance's opening events (sealed as a kept run) and a step's own."""
+    events = [_EVENTS[i] for i in picks]
+    for _ in range(2):  # the second time from the caches
+        h = prev
+        for n, (ev, (kind, version, data, data_json, got)) in enumerate(
+            zip(events, seal_all(prev, seq, events), strict=True)
+        ):
+            assert (kind, version, data) == (ev.type, ev.schema_version, ev.payload())
+            assert data_json == canonical(ev.payload())
+            h = chain_hash(h, event_body(seq + n + 1, ev.type, ev.schema_version, ev.payload()))
+            assert got == h
