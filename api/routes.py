@@ -16,7 +16,6 @@ from companyos.domain import APPS
 from companyos.events import EventStore
 from companyos.projections import (
     Headline,
-    achieved,
     headline,
     progress,
     render_world,
@@ -28,6 +27,7 @@ from companyos.projections import (
 from .cache import EpisodeCache
 from .environment import CompanyOSEnvironment, state_of
 from .episode import EPISODE_ID, EpisodeNotFound
+from .episode_state import latest_state, not_found, state_at
 from .models import CompanyOSState
 from .verify import verify_episode
 
@@ -80,7 +80,7 @@ def episode_records(store: EventStore, episode_id: str) -> list[Any]:
     """The stored events of an episode, or a 404."""
     records = store.read(_known(episode_id))
     if not records or records[0].type != "EpisodeStarted":
-        raise HTTPException(404, f"no episode {episode_id!r}: list them at GET /episodes")
+        raise not_found(episode_id)
     return records
 
 
@@ -155,7 +155,7 @@ def build_router(
     def get_episode(episode_id: str) -> dict[str, Any]:
         records = episode_records(store, episode_id)
         r = replay(records)
-        out = summarize(records).as_dict()
+        out = summarize(records, r).as_dict()
         assert r.setup.task is not None
         out["task"] = r.setup.task.text
         out["progress"] = progress(r.graph, r.score.achieved)
@@ -196,25 +196,9 @@ def build_router(
         episode_id: str,
         step: int | None = Query(None, ge=0, le=MAX_SEQ, description="Default: the latest step."),
     ) -> dict[str, Any]:
-        r = replay(episode_records(store, episode_id))
-        n = len(r.steps)
-        k = n if step is None else step
-        if k > n:
-            raise HTTPException(400, f"step must be from 0 to {n} (the steps of {episode_id})")
-        score = r.steps[k - 1].score if k else None
-        at = r.steps[k - 1] if k else None
-        return {
-            "episode_id": episode_id,
-            "step": k,
-            "steps": n,
-            "outcome": r.outcome if k == n else None,
-            "cumulative_return": score.total if score else 0.0,
-            "progress": progress(r.graph, score.achieved if score else achieved(r.setup, r.graph)),
-            "last_call": None
-            if at is None
-            else {"app": at.call.app, "method": at.call.method, "params": at.call.params},
-            "world": render_world(r.world_at(k)),
-        }
+        if step is None:
+            return latest_state(store, _known(episode_id), cache.get)
+        return state_at(episode_records(store, episode_id), episode_id, step)
 
     @router.post(
         "/episodes/{episode_id}/fork",
