@@ -3,8 +3,8 @@ scripts read it.
 
 The latest state (no ``step``, the common case) comes from the episode's fold as the server
 holds it or `Episode.load` finds it (its latest snapshot and the events after it) and the
-last call from the stream's tail, so it costs the same whatever the episode's length. A step in the
-past is a replay of the stream up to it. Both give the same answer at the latest step
+last call from the stream's tail, so it costs the same whatever the episode's length. A step
+in the past is a replay of the stream up to it. Both give the same answer at the latest step
 (`tests/test_episode_state.py`).
 """
 
@@ -45,7 +45,7 @@ def latest_state(
         world.step,
         world.step,
         world.outcome,
-        score.total if world.step else 0.0,
+        score.total,
         progress(episode.graph, score.achieved),
         call,
         render_world(world),
@@ -73,7 +73,9 @@ def state_at(records: list[Any], episode_id: str, step: int | None) -> dict[str,
 
 
 def last_call(store: EventStore, episode_id: str, version: int) -> ToolCalled | None:
-    """The stream's last `ToolCalled` (None: no call yet), read from its tail."""
+    """The stream's last `ToolCalled` (None: no call yet), read from its tail up to ``version``
+    (the one the answer's episode was loaded at: a later append cannot mix in). Read again
+    even after a load from the store: a cached episode reads nothing, and no fold keeps it."""
     window = TAIL
     while True:
         start = max(0, version - window + 1)

@@ -12,7 +12,7 @@ from typing import Any, NamedTuple
 from hypothesis import strategies as st
 
 from companyos.agents.random_agent import DATA_KEYS, TYPES
-from companyos.domain import TOOLS
+from companyos.domain import TOOLS, plan
 from companyos.domain.model import (
     PRIORITIES,
     RESOLUTIONS,
@@ -49,6 +49,15 @@ def _things(world: World, kind: str) -> list[Any]:
     if kind == "value":  # a value some metric has: submissions quote them
         return [m.value for _, m in sorted(world.metrics.items())]
     raise ValueError(kind)
+
+
+def call_for(value: Any, world: World) -> Any:
+    """The call a drawn action stands for in ``world``: for `ORACLE` the oracle's next call (a
+    harmless read when it has none), else the action with its references resolved."""
+    if value == ORACLE:
+        call = plan(world)
+        return call.as_action() if call else {"app": "ticketdesk", "method": "list_tickets"}
+    return resolve(value, world)
 
 
 def resolve(value: Any, world: World) -> Any:

@@ -14,11 +14,12 @@ from companyos.api.episode import SNAPSHOT_EVERY
 from companyos.api.episode_state import TAIL, latest_state, state_at
 from companyos.api.server import build_app
 from companyos.api.settings import Settings
-from companyos.domain import FAMILY_NAMES, plan
+from companyos.domain import FAMILY_NAMES
 from companyos.events import EventStore, InMemoryEventStore
 from companyos.events.sql import SQLEventStore, sqlite_url
+from companyos.events.types import ChaosInjected
 
-from .strategies import ORACLE, action, resolve
+from .strategies import ORACLE, action, call_for
 
 
 def _same_as_replay(store: EventStore, episode_id: str) -> dict:
@@ -32,11 +33,7 @@ def _play(env: CompanyOSEnvironment, actions: list, **reset: object) -> str:
     for a in actions:
         ep = env.episode
         assert ep is not None
-        if a == ORACLE:
-            call = plan(ep.world)
-            a = call.as_action() if call else {"app": "ticketdesk", "method": "list_tickets"}
-        else:
-            a = resolve(a, ep.world)
+        a = call_for(a, ep.world)
         if env.step(a).done:
             break
     assert env.episode is not None
@@ -71,7 +68,7 @@ def test_the_latest_state_is_the_replay_s(
         for a in then:
             ep = env.episode
             assert ep is not None
-            if env.step(resolve(a, ep.world) if a != ORACLE else a).done:
+            if env.step(call_for(a, ep.world)).done:
                 break
         assert env.episode is not None
         _same_as_replay(store, env.episode.id)
@@ -117,9 +114,7 @@ def test_long_abandoned_and_refused_episodes(tmp_path, backend):
     store.close()
 
 
-def _padding():
-    from companyos.events.types import ChaosInjected
-
+def _padding() -> ChaosInjected:
     return ChaosInjected(kind="approval_sla", target="approvalflow", params={"minutes": 1})
 
 

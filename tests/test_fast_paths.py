@@ -25,7 +25,7 @@ from companyos.events import EVENT_TYPES, InMemoryEventStore, canonical
 from companyos.events.types import MetricQueried, ToolCalled
 from companyos.projections import milestones_for
 
-from .strategies import ORACLE, action, resolve
+from .strategies import ORACLE, action, call_for
 
 
 def _play(seed: int, task: int, difficulty: int, actions: list) -> bool:
@@ -39,11 +39,7 @@ def _play(seed: int, task: int, difficulty: int, actions: list) -> bool:
     for a in actions:
         ep = env.episode
         assert ep is not None
-        if a == ORACLE:
-            call = plan(ep.world)
-            a = call.as_action() if call else {"app": "ticketdesk", "method": "list_tickets"}
-        else:
-            a = resolve(a, ep.world)
+        a = call_for(a, ep.world)
         obs = env.step(a)
         ep = env.episode
         assert ep is not None

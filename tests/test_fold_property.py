@@ -8,12 +8,12 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from companyos.api import CompanyOSEnvironment
-from companyos.domain import FAMILY_NAMES, fold, plan
+from companyos.domain import FAMILY_NAMES, fold
 from companyos.events import EventStore, InMemoryEventStore
 from companyos.events.sql import SQLEventStore, sqlite_url
 from companyos.projections import cached_rewards, replay
 
-from .strategies import ORACLE, action, resolve
+from .strategies import action, call_for
 
 
 @pytest.fixture(scope="module")
@@ -31,11 +31,7 @@ def check_live_equals_fold(
     for a in actions:
         ep = env.episode
         assert ep is not None
-        if a == ORACLE:
-            call = plan(ep.world)
-            a = call.as_action() if call else {"app": "ticketdesk", "method": "list_tickets"}
-        else:
-            a = resolve(a, ep.world)
+        a = call_for(a, ep.world)
         obs = env.step(a)
         records = store.read(ep.id)
         assert [r.seq for r in records] == list(range(len(records)))

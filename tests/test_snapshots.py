@@ -14,14 +14,14 @@ from hypothesis import strategies as st
 
 from companyos.api import CompanyOSEnvironment
 from companyos.api.episode import FOLD_TAG, SNAPSHOT_EVERY, Episode
-from companyos.domain import FAMILY_NAMES, plan
+from companyos.domain import FAMILY_NAMES
 from companyos.events import EventStore, InMemoryEventStore
 from companyos.events.snapshots import Snapshot, UnsafeSnapshot, decode
 from companyos.events.sql import SQLEventStore, sqlite_url
 from companyos.events.types import EpisodeEnded, StepScored
 from companyos.projections import replay, resume
 
-from .strategies import ORACLE, action, resolve
+from .strategies import action, call_for
 
 
 def _play(store: EventStore, seed: int, task: int, difficulty: int, actions: list) -> str:
@@ -30,11 +30,7 @@ def _play(store: EventStore, seed: int, task: int, difficulty: int, actions: lis
     for a in actions:
         ep = env.episode
         assert ep is not None
-        if a == ORACLE:
-            call = plan(ep.world)
-            a = call.as_action() if call else {"app": "ticketdesk", "method": "list_tickets"}
-        else:
-            a = resolve(a, ep.world)
+        a = call_for(a, ep.world)
         if env.step(a).done:
             break
     assert env.episode is not None
