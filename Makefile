@@ -51,6 +51,7 @@ bench: $(STAMP) ## throughput and start-up benchmarks (ratios against references
 	$(PY) bench/replay_serving.py
 	$(PY) bench/serve_throughput.py
 	$(PY) bench/serve_workers.py
+	$(PY) bench/gc_policy.py
 	$(PY) bench/eval_workers.py
 
 original-baseline: $(STAMP) ## the original's random baseline, 1,000 episodes through /original (COMPANYOS_ORIGINAL_REPO: also its own code)

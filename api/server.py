@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import dataclasses
 import functools
-import gc
 import json
 import os
 from collections.abc import AsyncIterator, Awaitable, Callable
@@ -33,7 +32,7 @@ from companyos.analytics.service import LiveAnalytics
 from companyos.domain import Limits
 from companyos.events import StoreError, open_store
 
-from . import compat
+from . import compat, heap
 from .analytics_routes import build_analytics_router
 from .asgi import HeadAsGet, send_json
 from .auth import ApiKeyGuard
@@ -283,7 +282,7 @@ def app_from_environment() -> FastAPI:
     raw["limits"] = Limits(**raw["limits"])
     app = build_app(Settings(**raw))
     listen_on_own_sockets()
-    gc.freeze()
+    heap.settle()
     return app
 
 
@@ -301,8 +300,7 @@ def serve(settings: Settings, workers: int = 1) -> None:
         target: Any = "companyos.api.server:app_from_environment"
     else:
         target = build_app(settings)
-        # What exists now lives as long as the server: keep it out of every garbage collection.
-        gc.freeze()
+        heap.settle()
     options: dict[str, Any] = {
         # A deadline on reading each request: slow clients cannot hold sockets (a partial,
         # which worker processes can pickle, of a class they import).
