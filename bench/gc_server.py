@@ -36,6 +36,7 @@ def record(log: Path) -> None:
         seen["longest"] = max(seen["longest"], took)
 
     gc.callbacks.append(callback)
+
     def report(*_: Any) -> None:
         log.write_text(json.dumps(seen))
         seen["longest"] = 0.0  # the longest since the last report
