@@ -390,10 +390,9 @@ def honest_worst_case(
     goes against it (and, with ``faults``, that many transient faults strike first; ``rng``
     places them elsewhere)."""
     from . import goals
-    from .decider import decide_step
+    from .decider import decide_and_fold
     from .honest import HonestSolver, Seen
     from .rendering import render_result
-    from .world import fold
 
     world = _opening(family, seed, difficulty, setup, faults)
     assert world.task is not None
@@ -402,8 +401,7 @@ def honest_worst_case(
     seen: Seen | None = None
     for n in range(1, 400):
         app, method, params = solver.act(seen)
-        caused = decide_step(world, app, method, params, n, rng)
-        world = fold(caused, world)
+        caused, world = decide_and_fold(world, app, method, params, n, rng)
         if goals.success(world):
             return n
         if goals.finished(world):
@@ -417,9 +415,8 @@ def honest_worst_case(
 
 def oracle_worst_case(family: str, seed: int, difficulty: int, setup: tuple[Event, ...]) -> int:
     """Steps the privileged oracle takes when every chance event goes against it."""
-    from .decider import decide_step
+    from .decider import decide_and_fold
     from .oracle import plan
-    from .world import fold
 
     world = _opening(family, seed, difficulty, setup, 0)
     rng = AdversarialRNG()
@@ -427,7 +424,7 @@ def oracle_worst_case(family: str, seed: int, difficulty: int, setup: tuple[Even
         call = plan(world)
         if call is None:
             return n - 1
-        world = fold(decide_step(world, call.app, call.method, call.params, n, rng), world)
+        world = decide_and_fold(world, call.app, call.method, call.params, n, rng)[1]
     raise Unsolvable(f"the oracle does not finish {instance_id(family, difficulty, seed)}")
 
 

@@ -21,6 +21,7 @@ from hypothesis import strategies as st
 
 from companyos.api import CompanyOSEnvironment
 from companyos.domain import FAMILY_NAMES, fold, goals, plan
+from companyos.domain.decider import decide_and_fold, decide_step
 from companyos.events import EVENT_TYPES, InMemoryEventStore, canonical
 from companyos.events.types import MetricQueried, ToolCalled
 from companyos.projections import milestones_for
@@ -40,6 +41,11 @@ def _play(seed: int, task: int, difficulty: int, actions: list) -> bool:
         ep = env.episode
         assert ep is not None
         a = call_for(a, ep.world)
+        if isinstance(a, dict):  # deciding and folding at once = deciding, then the fold
+            args = (ep.world, a.get("app"), a.get("method"), a.get("params"), ep.version + 1)
+            caused, after = decide_and_fold(*args, ep.rng, ep.limits)
+            assert caused == decide_step(*args, ep.rng, ep.limits)
+            assert after == fold(caused, ep.world)
         obs = env.step(a)
         ep = env.episode
         assert ep is not None
