@@ -4,9 +4,9 @@ A server keeps a great deal alive for a long time: its modules and schemas, the 
 has generated and the episodes its cache holds (`EpisodeCache`, thousands of folded worlds).
 Most of that is named tuples, which CPython's collector never stops tracking (only exact
 tuples are untracked), so a full collection walks all of it, at about half a microsecond an
-object: 100-600 ms a pause once the cache holds a few thousand episodes, every time the
-tracked heap has grown by a quarter. Under load that was a tenth to a fifth of the server's
-CPU per step and a pause every session waits through (`bench/gc_policy.py`).
+object, every time the tracked heap has grown by a quarter: 200-250 ms a pause with 1,500
+episodes played (more as the cache fills), which every session waits through, and about a
+tenth of the server's CPU under load (`bench/gc_policy.py`).
 
 Two things change, nothing else: what exists once the app is built is frozen (kept out of
 every collection: it lives as long as the process), and a full collection waits for a hundred
