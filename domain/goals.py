@@ -302,7 +302,16 @@ def complete(world: World) -> bool:
     g = world.task.goal
     if g.decision != "approve":
         return decision_ok(world, g)
-    return bool(g.approvals) and approved(world, g, len(g.approvals) - 1)
+    if not g.approvals:
+        return False
+    # Only a request of the last type, approved, can be its valid submission approved: asked
+    # first, it spares judging every request at every step of the many steps before it.
+    last = g.approvals[-1].approval_type
+    if not any(
+        a.status == "approved" and a.approval_type == last for a in world.approvals.values()
+    ):
+        return False
+    return approved(world, g, len(g.approvals) - 1)
 
 
 def success(world: World) -> bool:

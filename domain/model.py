@@ -299,6 +299,32 @@ class World(NamedTuple):
         return self._replace(info=self.info._replace(forked_from=None))
 
 
+def _quick_replace(cls: Any) -> None:
+    """Give a named tuple a ``_replace`` that sets only the fields it names. The stock one
+    rebuilds the tuple through a ``dict.pop`` per field, twice the cost; the fold replaces the
+    world and its parts several times a step and a few hundred times an instance built. Same
+    result and the same error for an unknown field."""
+    index = {name: i for i, name in enumerate(cls._fields)}
+    new = tuple.__new__
+
+    def _replace(self: Any, /, **changes: Any) -> Any:
+        values = list(self)
+        for name, value in changes.items():
+            i = index.get(name)
+            if i is None:
+                unknown = [n for n in changes if n not in index]
+                raise ValueError(f"Got unexpected field names: {unknown!r}")
+            values[i] = value
+        return new(cls, values)
+
+    _replace.__doc__ = cls._replace.__doc__
+    cls._replace = _replace
+
+
+for _cls in (Ticket, Metric, Approval, EpisodeInfo, ChaosLedger, Services, AppRules, World):
+    _quick_replace(_cls)
+
+
 # ------------------------------------------------------------------ lookups used by deciders
 
 

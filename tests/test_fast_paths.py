@@ -13,14 +13,16 @@
 
 from __future__ import annotations
 
+import collections
 import inspect
 import types
 
+import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from companyos.api import CompanyOSEnvironment
-from companyos.domain import FAMILY_NAMES, fold, goals, plan
+from companyos.domain import FAMILY_NAMES, fold, goals, model, plan
 from companyos.domain.decider import decide_and_fold, decide_step
 from companyos.events import EVENT_TYPES, InMemoryEventStore, canonical
 from companyos.events.types import MetricQueried, ToolCalled
@@ -67,6 +69,12 @@ def _play(seed: int, task: int, difficulty: int, actions: list) -> bool:
             assert memo.valid_submissions(ep.world, i) == goals.valid_submissions(ep.world, g, i)
             assert memo.approved(ep.world, i) == goals.approved(ep.world, g, i)
         assert ep.graph.finished(ep.world) == goals.finished(ep.world)
+        long_way = (  # `goals.complete` without its quick refusal
+            goals.decision_ok(ep.world, g)
+            if g.decision != "approve"
+            else bool(g.approvals) and goals.approved(ep.world, g, len(g.approvals) - 1)
+        )
+        assert goals.complete(ep.world) == long_way
         assert ep.world == fold(r.event for r in env.store.read(ep.id))  # deciding = after
         if obs.done:
             break
@@ -279,3 +287,36 @@ def test_the_end_does_not_count_while_a_prerequisite_fails():
         assert graph.success_id not in fresh._evaluate(meddled)
         assert graph.reached(w)
     assert ends >= len(FAMILY_NAMES) // 2
+
+
+_QUICK = (
+    model.Ticket,
+    model.Metric,
+    model.Approval,
+    model.EpisodeInfo,
+    model.ChaosLedger,
+    model.Services,
+    model.AppRules,
+    model.World,
+)
+_anything = st.one_of(st.none(), st.integers(), st.text(max_size=3), st.booleans())
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.sampled_from(_QUICK), st.data())
+def test_the_quick_replace_equals_namedtuple_s_own(cls, data):
+    stock = collections.namedtuple("Stock", cls._fields)._replace  # the library's own
+    obj = cls(*data.draw(st.tuples(*[_anything] * len(cls._fields))))
+    names = data.draw(st.lists(st.sampled_from(cls._fields), unique=True))
+    unknown = data.draw(st.lists(st.sampled_from(("nope", "_x", "Step")), unique=True))
+    changes = {n: data.draw(_anything) for n in [*names, *unknown]}
+    try:
+        want = stock(obj, **changes)
+    except ValueError as exc:
+        with pytest.raises(ValueError) as got:
+            obj._replace(**changes)
+        assert str(got.value) == str(exc)
+        return
+    got_value = obj._replace(**changes)
+    assert type(got_value) is cls and got_value == want
+    assert tuple(got_value) == tuple(want)
