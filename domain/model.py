@@ -323,6 +323,7 @@ def _quick_replace(cls: Any) -> None:
 
 for _cls in (Ticket, Metric, Approval, EpisodeInfo, ChaosLedger, Services, AppRules, World):
     _quick_replace(_cls)
+del _cls
 
 
 # ------------------------------------------------------------------ lookups used by deciders
