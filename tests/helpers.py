@@ -128,21 +128,33 @@ def served_chain(http: Any, episode_id: str) -> list[str]:
     return out
 
 
+class _FailingCommits:
+    """A connection (or cursor) whose COMMIT rolls the transaction back and raises, as SQLite
+    does on an I/O error; everything else is the real one's."""
+
+    def __init__(self, real: Any) -> None:
+        self._real = real
+
+    def cursor(self) -> _FailingCommits:
+        return _FailingCommits(self._real.cursor())
+
+    def execute(self, sql: str, *args: Any) -> Any:
+        if sql == "COMMIT":
+            self._real.execute("ROLLBACK")
+            raise sqlite3.OperationalError("disk I/O error")
+        return self._real.execute(sql, *args)
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._real, name)
+
+
 @contextmanager
 def failing_commit(store: SQLEventStore) -> Iterator[None]:
-    """The disk fails as ``store`` commits its open group (its transaction is rolled back and
-    the commit raises, as SQLite does on an I/O error); put right on leaving."""
-    real = store._commit_group
-
-    def failing() -> None:
-        if store._open:
-            store._writer().cursor().execute("ROLLBACK")
-            store._open = False
-            raise sqlite3.OperationalError("disk I/O error")
-        real()
-
-    store._commit_group = failing  # type: ignore[method-assign]
+    """The disk fails as ``store`` commits: the store's own commit runs (whatever it writes
+    first, then COMMIT), and its COMMIT fails; put right on leaving."""
+    real = store._writer
+    store._writer = lambda: _FailingCommits(real())  # type: ignore[method-assign]
     try:
         yield
     finally:
-        store._commit_group = real  # type: ignore[method-assign]
+        store._writer = real  # type: ignore[method-assign]

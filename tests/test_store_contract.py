@@ -271,6 +271,50 @@ class StoreContract:
             raise RuntimeError("the caller failed after an append")
         assert self.store.version("d3") == 1
 
+    def test_positions_follow_the_appends_of_a_deferred_block(self):
+        # Rows of a block may be written late (SQLite keeps an existing stream's rows for the
+        # block's commit), never out of order: a new stream and a caller asking positions back
+        # come after what was appended before them.
+        self.store.append("p1", sample(1), -1)
+        self.store.append("p2", sample(1), -1)
+        with self.store.deferred_commit():
+            self.store.extend("p1", sample(2, 1), 0)
+            self.store.append("p3", sample(1), -1)
+            self.store.extend("p2", sample(1, 1), 0)
+            asked = self.store.append("p1", sample(1, 3), 2)
+            self.store.extend("p3", sample(1, 1), 0)
+        log = self.store.read_all(0, 100)
+        assert [(r.stream, r.seq) for r in log] == [
+            ("p1", 0),
+            ("p2", 0),
+            ("p1", 1),
+            ("p1", 2),
+            ("p3", 0),
+            ("p2", 1),
+            ("p1", 3),
+            ("p3", 1),
+        ]
+        positions = [r.position for r in log]
+        assert positions == sorted(set(positions))
+        assert [r.position for r in asked] == [log[6].position]
+        for stream in ("p1", "p2", "p3"):
+            assert first_broken_link(self.store.read(stream)) is None
+
+    def test_a_refused_new_stream_in_a_deferred_block_keeps_the_appends_before_it(self):
+        self.store.append("r1", sample(1), -1)
+        with self.store.deferred_commit():
+            self.store.extend("r1", sample(2, 1), 0)
+            with pytest.raises(ConcurrencyConflict):
+                self.store.append("r2", sample(1), 4)  # a new stream is at -1: refused
+            self.store.extend("r1", sample(1, 3), 2)
+        assert [r.event.ticket_id for r in self.store.read("r1")] == [
+            "TKT-0",
+            "TKT-1",
+            "TKT-2",
+            "TKT-3",
+        ]
+        assert self.store.version("r2") == -1
+
     # ------------------------------------------------------------------ hash chain
 
     def test_hash_chain(self):
@@ -386,6 +430,79 @@ class TestSQLiteStore(SQLContract):
             store.append("g1", sample(1, 7), 1)
         assert [r.event.ticket_id for r in store.read("g1")] == ["TKT-0", "TKT-1", "TKT-7"]
         assert store.version("g1") == 2 and first_broken_link(store.read("g1")) is None
+
+    def test_rows_a_group_keeps_that_cannot_be_written_lose_the_group_and_say_so(self):
+        # An existing stream's rows in a group wait for its commit, checked against a head the
+        # group's lock makes exact; only a writer ignoring the lock can be in their way. Then
+        # the group is lost whole, as when its COMMIT fails, and the caller is told.
+        store = self.store
+        assert isinstance(store, SQLEventStore)
+        store.append("k1", sample(1), -1)
+        store.append("k2", sample(1), -1)
+        with pytest.raises(StoreError, match="read back from the store"), store.deferred_commit():
+            store.extend("k2", sample(1, 1), 0)
+            store.extend("k1", sample(1, 1), 0)
+            store._writer().cursor().execute(  # a row in the way of k1's seq 2, behind its back
+                "INSERT INTO events (episode_id, seq, event_id, type, schema_version, payload, "
+                "hash, recorded_at) VALUES ('k1', 2, 'k1:2', 'TicketViewed', 1, '{}', 'x', 0)"
+            )
+            store.extend("k1", sample(1, 2), 1)
+        assert store.version("k1") == 0 and store.version("k2") == 0
+        assert [r.seq for r in store.read("k1")] == [0]  # the row in the way went with it
+        store.extend("k1", sample(1, 5), 0)  # the store works on, in a group too
+        with store.deferred_commit():
+            store.extend("k1", sample(1, 6), 1)
+            store.extend("k2", sample(1, 6), 0)
+        assert [r.event.ticket_id for r in store.read("k1")] == ["TKT-0", "TKT-5", "TKT-6"]
+        assert [r.event.ticket_id for r in store.read("k2")] == ["TKT-0", "TKT-6"]
+        assert first_broken_link(store.read("k1")) is None
+
+    def test_a_new_stream_that_fails_in_a_group_keeps_the_rows_before_it(self):
+        # A new stream's INSERT runs under a savepoint; the rows the group kept until then are
+        # written before it, not inside it, so backing it out leaves them.
+        store = self.store
+        assert isinstance(store, SQLEventStore)
+        store.append("m1", sample(1), -1)
+        raw = store._writer().cursor().execute
+        with store.deferred_commit():
+            store.extend("m1", sample(2, 1), 0)
+            raw(  # a row in the way of m2's first event, behind the store's back
+                "INSERT INTO events (episode_id, seq, event_id, type, schema_version, payload, "
+                "hash, recorded_at) VALUES ('m2', 0, 'm2:0', 'TicketViewed', 1, '{}', 'x', 0)"
+            )
+            with pytest.raises(ConcurrencyConflict):
+                store.append("m2", sample(1), -1)
+            raw("DELETE FROM events WHERE event_id = 'm2:0'")
+        assert [r.event.ticket_id for r in store.read("m1")] == ["TKT-0", "TKT-1", "TKT-2"]
+        assert store.version("m2") == -1 and first_broken_link(store.read("m1")) is None
+
+    def test_a_timed_commit_that_fails_loses_its_group_and_the_flusher_lives_on(self):
+        store = SQLEventStore(
+            sqlite_url(self.tmp_path / "timed.db"), group_commit=1000, group_delay=0.02
+        )
+        other = SQLEventStore(sqlite_url(self.tmp_path / "timed.db"))
+
+        def until(done) -> None:
+            deadline = time.monotonic() + 10
+            while not done():
+                assert time.monotonic() < deadline, "the group was never committed"
+                time.sleep(0.01)
+
+        try:
+            store.append("t1", sample(1), -1)
+            until(lambda: other.version("t1") == 0)  # committed by the flusher
+            with failing_commit(store):
+                store.extend("t1", sample(1, 1), 0)
+                until(lambda: not store._open)  # the flusher tried, and the disk failed
+            assert other.version("t1") == 0  # the group is lost, as in a crash
+            with pytest.raises(ConcurrencyConflict):
+                store.extend("t1", sample(1, 2), 1)  # state past the store's head finds out
+            store.extend("t1", sample(1, 2), 0)
+            until(lambda: other.version("t1") == 1)  # and the flusher still commits
+            assert [r.event.ticket_id for r in other.read("t1")] == ["TKT-0", "TKT-2"]
+        finally:
+            store.close()
+            other.close()
 
     def test_heads_a_group_knows_give_way_to_other_writers(self):
         # A group's heads carry over to the next group only while nobody else has written.
