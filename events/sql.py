@@ -308,11 +308,13 @@ class SQLEventStore(EventStore):
 
     ``group_commit=N`` (SQLite only) keeps one write transaction open across appends and commits
     it every N appends or ``group_delay`` seconds, whichever comes first, and before any read
-    through this store. Each append is still all-or-nothing (a savepoint) and its conflict check
-    is exact (the open transaction holds the write lock). The trade-off: a crash loses the
-    appends of the open group, up to N-1 acknowledged steps or ``group_delay`` seconds of them,
-    never part of one; and other processes cannot write while a group is open. Use it for a
-    single process that owns its episodes (training rollouts), not behind several replicas.
+    through this store. Each append is still all-or-nothing and its conflict check is exact
+    (the open transaction holds the write lock); the rows of appends to existing streams are
+    written together just before the commit, in the order of the appends. The trade-off: a
+    crash loses the appends of the open group, up to N-1 acknowledged steps or ``group_delay``
+    seconds of them, never part of one; and other processes cannot write while a group is open.
+    Use it for a single process that owns its episodes (training rollouts), not behind several
+    replicas.
     """
 
     def __init__(
