@@ -50,9 +50,9 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "bench"))
 
-from serve_throughput import Episodes, process_cpu, recorded  # noqa: E402
+from serve_throughput import Episodes, recorded  # noqa: E402
 
-from tests.serving import ServerProcess  # noqa: E402
+from tests.serving import ServerProcess, process_cpu  # noqa: E402
 
 POLICIES = {"server": "the policy (api.heap)", "cpython": "CPython's defaults"}
 

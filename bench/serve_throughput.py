@@ -19,7 +19,6 @@ from __future__ import annotations
 import argparse
 import asyncio
 import json
-import os
 import statistics
 import sys
 import tempfile
@@ -54,23 +53,9 @@ sys.path.insert(0, str(ROOT / "bench"))
 
 from workload import record_episodes  # noqa: E402
 
-from tests.serving import ServerProcess  # noqa: E402
+from tests.serving import ServerProcess, process_cpu  # noqa: E402
 
 Episodes = list[tuple[dict[str, Any], list[dict[str, Any]]]]
-TICK = os.sysconf("SC_CLK_TCK")
-
-
-def process_cpu(pid: int) -> Callable[[], float]:
-    """A reader of the CPU seconds (user + system, all threads) the process ``pid`` has used.
-    The clock ticks in 1/CLK_TCK s (10 ms): summed over thousands of steps, the error of each
-    reading is a tick at most, a few percent of a round."""
-    stat = Path(f"/proc/{pid}/stat")
-
-    def read() -> float:
-        fields = stat.read_text().rsplit(")", 1)[1].split()
-        return (int(fields[11]) + int(fields[12])) / TICK
-
-    return read
 
 
 def recorded(n: int) -> Episodes:

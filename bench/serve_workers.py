@@ -5,7 +5,9 @@
   on a keep-alive connection as HTTP clients keep one), with the p99 latency of a step; at 256
   sessions too.
 - The batched API: steps of 64 episodes sent one message each over one `/ws` session, against
-  one message for all 64 (`step_batch`), per-episode-step throughput.
+  one message for all 64 (`step_batch`), per-episode-step throughput, and the server's own CPU
+  an episode-step (read from `/proc` around the steps: steadier on a shared machine than
+  steps/s, which carry the client's time too).
 
 The load generator runs in this process (asyncio) on the same two cores: it takes CPU from the
 server, as a real client on the same machine would. HTTP requests are written and read directly
@@ -47,7 +49,7 @@ from rich.table import Table
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from tests.serving import ServerProcess, wait_listening  # noqa: E402
+from tests.serving import ServerProcess, process_cpu, wait_listening  # noqa: E402
 
 METRIC = {"metric_name": "vendor_compliance_score"}
 CALLS = [
@@ -250,13 +252,17 @@ def load(url: str, kind: str, sessions: int, seconds: float) -> tuple[float, flo
     return asyncio.run(main())
 
 
-async def batch_rate(url: str, episodes: int, rounds: int, batched: bool) -> float:
+async def batch_rate(
+    url: str, episodes: int, rounds: int, batched: bool, cpu: Any
+) -> tuple[float, float]:
+    """Episode-steps per second and the server's CPU seconds an episode-step (``cpu`` reads
+    the server's CPU seconds), over the steps only: the batch's reset comes before."""
     async with websockets.connect(url.replace("http://", "ws://") + "/ws", max_size=None) as ws:
         data = {"batch": [{**RESET, "seed": s} for s in range(episodes)]}
         await ws.send(json.dumps({"type": "reset", "data": data}))
         results = json.loads(await ws.recv())["data"]["observation"]["results"]
         ids = [r["observation"]["episode_id"] for r in results]
-        t = time.perf_counter()
+        used, t = cpu(), time.perf_counter()
         for i in range(rounds):
             calls = [{**CALLS[i % len(CALLS)], "episode_id": e} for e in ids]
             if batched:
@@ -267,7 +273,8 @@ async def batch_rate(url: str, episodes: int, rounds: int, batched: bool) -> flo
                 for c in calls:
                     await ws.send(json.dumps({"type": "step", "data": {"batch": [c]}}))
                     await ws.recv()
-        return episodes * rounds / (time.perf_counter() - t)
+        steps = episodes * rounds
+        return steps / (time.perf_counter() - t), (cpu() - used) / steps
 
 
 def _spin(n: int) -> float:
@@ -380,23 +387,37 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
     try:
         # Alternating, five times 16 rounds of 64 steps each way: one figure is a few tenths
         # of a second, which the machine's other load can swing by half.
+        cpu = process_cpu(server.pid)
         singles, batches = [], []
         for _ in range(5):
-            singles.append(asyncio.run(batch_rate(url, 64, 16, batched=False)))
-            batches.append(asyncio.run(batch_rate(url, 64, 16, batched=True)))
-        single, batched = statistics.median(singles), statistics.median(batches)
+            singles.append(asyncio.run(batch_rate(url, 64, 16, False, cpu)))
+            batches.append(asyncio.run(batch_rate(url, 64, 16, True, cpu)))
+        single = statistics.median(r for r, _ in singles)
+        batched = statistics.median(r for r, _ in batches)
+        cpu_single = statistics.median(c for _, c in singles)
+        cpu_batched = statistics.median(c for _, c in batches)
     finally:
         server.stop()
-    bt = Table(title="64 episodes over one /ws session, SQLite: episode-steps/s")
-    for col in ("a message per step", "one message per 64 steps", "ratio"):
+    bt = Table(title="64 episodes over one /ws session, SQLite (median of 5)")
+    for col in ("", "a message per step", "one message per 64 steps", "ratio"):
         bt.add_column(col, justify="right")
-    bt.add_row(f"{single:,.0f}", f"{batched:,.0f}", f"{batched / single:.2f}x")
+    bt.add_row("episode-steps/s", f"{single:,.0f}", f"{batched:,.0f}", f"{batched / single:.2f}x")
+    bt.add_row(
+        "server CPU a step",
+        f"{cpu_single * 1e6:,.0f} us",
+        f"{cpu_batched * 1e6:,.0f} us",
+        f"{cpu_single / cpu_batched:.2f}x",
+    )
     console.print(bt)
     out["batch"] = {
         "single": single,
         "batched": batched,
         "ratio": batched / single,
-        "ratios": [b / s for s, b in zip(singles, batches, strict=True)],
+        "ratios": [b[0] / s[0] for s, b in zip(singles, batches, strict=True)],
+        "server_cpu_single": cpu_single,
+        "server_cpu_batched": cpu_batched,
+        "cpu_ratio": cpu_single / cpu_batched,
+        "cpu_ratios": [s[1] / b[1] for s, b in zip(singles, batches, strict=True)],
     }
     if args.json:
         args.json.write_text(json.dumps(out, indent=2))
