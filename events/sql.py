@@ -353,8 +353,9 @@ class SQLEventStore(EventStore):
         """Existing streams whose head the open group moved: written once, at its commit."""
         self._due: list[tuple[Any, ...]] = []
         """Rows of the open group's appends to existing streams, inserted together (one
-        ``executemany``) at its commit or before any INSERT that must follow them: in a batch of
-        steps, SQLite's work in one run costs a fifth less than an INSERT between steps."""
+        ``executemany``) at its commit or before any INSERT that must follow them: SQLite's
+        work in one run costs less than an INSERT between steps (a step in a group 11-22%
+        less in all, README *Performance*)."""
         self._inserts: dict[tuple[int, bool], str] = {}
         self._lockfile: Any = None
         self._flocked = False
