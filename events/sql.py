@@ -452,12 +452,7 @@ class SQLEventStore(EventStore):
 
     def _drop_writer(self) -> None:
         conn, self._conn = self._conn, None
-        # Whatever the open group held is gone with its transaction.
-        self._open, self._pending = False, 0
-        self._heads.clear()
-        self._dirty.clear()
-        self._due = []
-        self._flock(False)
+        self._forget_group()  # whatever the open group held is gone with its transaction
         if conn is not None:
             with contextlib.suppress(Exception):
                 conn.invalidate()
@@ -594,15 +589,20 @@ class SQLEventStore(EventStore):
             ) from exc
 
     def _lose_group(self, cur: Any) -> None:
-        self._open, self._pending = False, 0
-        self._heads.clear()
-        self._dirty.clear()
-        self._due = []
         try:
             with contextlib.suppress(*self._db_errors):
                 cur.execute("ROLLBACK")
         finally:
-            self._flock(False)
+            self._forget_group()
+
+    def _forget_group(self) -> None:
+        """The open group is gone (rolled back, or with its connection): so is all it held,
+        and the lock file is let go."""
+        self._open, self._pending = False, 0
+        self._heads.clear()
+        self._dirty.clear()
+        self._due = []
+        self._flock(False)
 
     def _commit_group(self) -> None:
         if self._open:

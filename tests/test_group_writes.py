@@ -6,6 +6,7 @@ and every chain holds."""
 
 from __future__ import annotations
 
+import contextlib
 import tempfile
 from pathlib import Path
 
@@ -46,7 +47,7 @@ def _run(store: EventStore, ops: list[tuple], grouped: bool) -> list[str]:
             assert isinstance(store, SQLEventStore)
             cm = store.deferred_commit()
         else:
-            cm = _Nothing()
+            cm = contextlib.nullcontext()
         with cm:
             for kind, stream, k, stale in block:
                 events = [TicketViewed(ticket_id=f"T-{n + i}") for i in range(k)]
@@ -64,14 +65,6 @@ def _run(store: EventStore, ops: list[tuple], grouped: bool) -> list[str]:
                 except ConcurrencyConflict:
                     outcomes.append(f"{kind} {stream} refused")
     return outcomes
-
-
-class _Nothing:
-    def __enter__(self) -> None:
-        return None
-
-    def __exit__(self, *exc: object) -> None:
-        return None
 
 
 def _log(store: EventStore) -> list[tuple]:
