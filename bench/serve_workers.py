@@ -3,7 +3,10 @@
 - `companyos serve --workers 1` against `--workers 2` (one SQLite file): aggregate steps/s of
   many concurrent sessions over `/ws` and over stateful HTTP (`POST /step` naming the episode,
   on a keep-alive connection as HTTP clients keep one), with the p99 latency of a step; at 256
-  sessions too.
+  sessions too. The CPU a step of each row is read too (the server's from `/proc`, all its
+  processes and threads; the load generator's own), and with it how many cores' worth each
+  kept busy: one worker that already keeps more than a core busy leaves less for a second
+  to add, whatever the server does.
 - The batched API: steps of 64 episodes sent one message each over one `/ws` session, against
   one message for all 64 (`step_batch`), per-episode-step throughput, and the server's own CPU
   an episode-step (read from `/proc` around the steps: steadier on a shared machine than
@@ -38,8 +41,9 @@ import struct
 import sys
 import tempfile
 import time
+from collections.abc import Callable
 from pathlib import Path
-from typing import Any
+from typing import Any, NamedTuple
 
 import orjson
 import websockets
@@ -49,7 +53,7 @@ from rich.table import Table
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from tests.serving import ServerProcess, process_cpu, wait_listening  # noqa: E402
+from tests.serving import ServerProcess, process_cpu, tree_cpu, wait_listening  # noqa: E402
 
 METRIC = {"metric_name": "vendor_compliance_score"}
 CALLS = [
@@ -68,14 +72,18 @@ rows counted such steps, half of them with two workers, and looked faster than t
 class Start:
     """Every session resets first; the clock starts when the last is ready."""
 
-    def __init__(self, sessions: int, seconds: float) -> None:
+    def __init__(self, sessions: int, seconds: float, server_cpu: Callable[[], float]) -> None:
         self.waiting, self.seconds = sessions, seconds
         self.go = asyncio.Event()
         self.at = self.until = 0.0
+        self.server_cpu = server_cpu
+        self.cpu_at = (0.0, 0.0)
+        """(the server's CPU seconds, this load generator's) when the clock started."""
 
     async def ready(self) -> float:
         self.waiting -= 1
         if self.waiting == 0:
+            self.cpu_at = (self.server_cpu(), time.process_time())
             self.at = time.perf_counter()
             self.until = self.at + self.seconds
             self.go.set()
@@ -237,19 +245,40 @@ async def http_session(url: str, start: Start, lat: list[float]) -> int:
     return steps
 
 
-def load(url: str, kind: str, sessions: int, seconds: float) -> tuple[float, float]:
-    """Aggregate steps/s and p99 latency (s) of ``sessions`` concurrent sessions."""
+class Run(NamedTuple):
+    rate: float
+    """Aggregate steps/s."""
+    p99: float
+    """Seconds."""
+    server: float
+    """The server's CPU seconds a step (all its processes and threads)."""
+    client: float
+    """This load generator's CPU seconds a step."""
 
-    async def main() -> tuple[float, float]:
+
+def load(
+    url: str, kind: str, sessions: int, seconds: float, server_cpu: Callable[[], float]
+) -> Run:
+    """``sessions`` concurrent sessions for ``seconds``."""
+
+    async def main() -> Run:
         lat: list[float] = []
         play = ws_session if kind == "ws" else http_session
-        start = Start(sessions, seconds)
+        start = Start(sessions, seconds, server_cpu)
         done = await asyncio.gather(*(play(url, start, lat) for _ in range(sessions)))
         elapsed = time.perf_counter() - start.at
+        server, client = server_cpu() - start.cpu_at[0], time.process_time() - start.cpu_at[1]
         lat.sort()
-        return sum(done) / elapsed, lat[int(0.99 * (len(lat) - 1))]
+        steps = sum(done)
+        return Run(steps / elapsed, lat[int(0.99 * (len(lat) - 1))], server / steps, client / steps)
 
     return asyncio.run(main())
+
+
+def busy(row: dict[str, Any]) -> float:
+    """Cores' worth of CPU a row kept busy: its rate at the server's and the load generator's
+    CPU a step."""
+    return row["rate"] * (row["server"] + row["client"])
 
 
 async def batch_rate(
@@ -328,28 +357,31 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
         )
         for workers in (1, 2)
     }
-    runs: dict[str, list[tuple[float, float]]] = {}
+    runs: dict[str, list[Run]] = {}
     tops = ceiling()  # before and after the measurements: the host's load drifts
     try:
-        urls = {}
+        urls, cpus = {}, {}
         for workers, server in servers.items():
             urls[workers] = server.start(timeout=300)
             wait_listening(server.port, workers)  # every worker up before the sessions connect
+            cpus[workers] = tree_cpu(server.pid)
         for _ in range(args.rounds):
             for kind in ("ws", "http"):
                 for n in sessions:
                     for workers, url in urls.items():
                         runs.setdefault(f"{kind} {n} {workers}", []).append(
-                            load(url, kind, n, args.seconds)
+                            load(url, kind, n, args.seconds, cpus[workers])
                         )
     finally:
         for server in servers.values():
             server.stop()
     for key, measured in runs.items():
         rows[key] = {
-            "rate": statistics.median(r for r, _ in measured),
-            "p99": statistics.median(p for _, p in measured),
-            "rates": [r for r, _ in measured],
+            "rate": statistics.median(r.rate for r in measured),
+            "p99": statistics.median(r.p99 for r in measured),
+            "server": statistics.median(r.server for r in measured),
+            "client": statistics.median(r.client for r in measured),
+            "rates": [r.rate for r in measured],
         }
     tops += ceiling()
     top = statistics.median(tops)
@@ -381,6 +413,31 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
         " any 2 / 1 above, before the load generator takes its share of the same cores)"
     )
     out["two_process_ceiling"] = {"median": top, "runs": tops}
+    ct = Table(title="CPU a step (server: all its processes; client: the load generator)")
+    for col in ("", "sessions", "server 1", "server 2", "client", "busy 1", "busy 2", "at most"):
+        ct.add_column(col, justify="right")
+    for kind in ("ws", "http"):
+        for n in sessions:
+            one, two = rows[f"{kind} {n} 1"], rows[f"{kind} {n} 2"]
+            one["busy"], two["busy"] = busy(one), busy(two)
+            one["at_most"] = 2 / one["busy"]
+            ct.add_row(
+                "/ws" if kind == "ws" else "HTTP",
+                str(n),
+                f"{one['server'] * 1e6:,.0f} us",
+                f"{two['server'] * 1e6:,.0f} us",
+                f"{one['client'] * 1e6:,.0f} us",
+                f"{one['busy']:.2f}",
+                f"{two['busy']:.2f}",
+                f"{one['at_most']:.2f}x",
+            )
+    console.print(ct)
+    console.print(
+        "busy: cores' worth of CPU used (server and client) with 1 and 2 workers. One worker"
+        " already keeping more than one core busy (its threads, the kernel's socket work, the"
+        " client) leaves less to gain: 'at most' is 2 cores over that, the most 2 / 1 could be"
+        " while a step costs what it costs one worker (the two-process ceiling lowers it more)."
+    )
 
     server = ServerProcess(f"sqlite:///{tmp}/batch.db")
     url = server.start(timeout=300)

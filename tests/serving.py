@@ -84,6 +84,35 @@ def process_cpu(pid: int) -> Callable[[], float]:
     return read
 
 
+def _stat(pid: str) -> tuple[int, float] | None:
+    """(parent pid, CPU seconds) of a process, or None if it is gone."""
+    try:
+        fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    except (FileNotFoundError, ProcessLookupError):
+        return None
+    return int(fields[1]), (int(fields[11]) + int(fields[12])) / _TICK
+
+
+def tree_cpu(pid: int) -> Callable[[], float]:
+    """`process_cpu` of ``pid`` and every live process below it (``--workers N`` serves from
+    child processes, whose CPU the parent's counters leave out while they run)."""
+
+    def read() -> float:
+        stats = {int(p): s for p in os.listdir("/proc") if p.isdigit() and (s := _stat(p))}
+        below: dict[int, list[int]] = {}
+        for child, (parent, _) in stats.items():
+            below.setdefault(parent, []).append(child)
+        total, todo = 0.0, [pid]
+        while todo:
+            p = todo.pop()
+            if p in stats:
+                total += stats[p][1]
+            todo += below.get(p, [])
+        return total
+
+    return read
+
+
 class ServerProcess:
     """One `companyos serve` that can be killed (SIGKILL) and started again on the same store
     and port: the fault injector of the crash tests."""
