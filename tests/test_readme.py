@@ -97,6 +97,16 @@ def test_readme_gives_the_two_commands_first():
     assert text.index("make serve") < text.index("make test") < text.index("```python")
 
 
+def test_every_relative_link_names_a_file_that_exists():
+    # Documents the README points to (the performance history, the failure taxonomy, the
+    # plots) move and get renamed; a link to nothing is an example that no longer runs.
+    text = README.read_text()
+    links = re.findall(r"\]\(((?!https?:|#|mailto:)[^)\s]+)\)", text)
+    assert len(links) >= 5
+    missing = [link for link in links if not (ROOT / link.split("#", 1)[0]).exists()]
+    assert not missing, f"README links to files that do not exist: {missing}"
+
+
 def test_family_table_is_what_tasks_prints():
     """The README's table of families and step budgets is `companyos tasks --markdown`."""
     from companyos.tasks import markdown_families
