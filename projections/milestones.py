@@ -42,12 +42,14 @@ class Milestone:
 def _same(a: Any, b: Any) -> bool:
     if a is b:
         return True
-    return (
-        type(a) is tuple
-        and type(b) is tuple
-        and len(a) == len(b)
-        and all(x is y for x, y in zip(a, b, strict=True))
-    )
+    if type(a) is not tuple or type(b) is not tuple or len(a) != len(b):
+        return False
+    # A loop, not all() over a generator (a frame per call): asked for most milestones at
+    # every step that changed the world.
+    for x, y in zip(a, b, strict=True):  # noqa: SIM110
+        if x is not y:
+            return False
+    return True
 
 
 class GoalMemo:
@@ -267,6 +269,18 @@ class MilestoneGraph:
     def _last_answer(self, world: World) -> tuple[tuple[Any, ...], frozenset[str] | None]:
         """The parts of ``world`` the predicates read (compared by identity), and the last
         answer if it still holds for them at this clock (else None)."""
+        last = self._last
+        if last is not None and last[1] <= world.clock < last[2]:
+            kept = last[0]  # compared in place: the key tuple is built only on a miss
+            if (
+                kept[0] is world.tickets
+                and kept[1] is world.approvals
+                and kept[2] is world.baseline
+                and kept[3] is world.grants
+                and kept[4] is world.metrics
+                and kept[5] is world.approval_types
+            ):
+                return kept, last[3]
         key = (
             world.tickets,
             world.approvals,
@@ -275,9 +289,6 @@ class MilestoneGraph:
             world.metrics,
             world.approval_types,
         )
-        last = self._last
-        if last is not None and last[1] <= world.clock < last[2] and _same(last[0], key):
-            return key, last[3]
         return key, None
 
     def _fresh_until(self, world: World) -> int:
@@ -295,17 +306,18 @@ class MilestoneGraph:
         memo = self._memo
         parts: dict[Any, Any] = {}  # milestones share their readers: read each part once
         for i, m in enumerate(self.milestones):
-            if m.reads is None:
+            reads = m.reads
+            if reads is None:
                 value = m.check(world)
             else:
-                part = parts.get(m.reads, _NOTHING)
+                part = parts.get(reads, _NOTHING)
                 if part is _NOTHING:
-                    part = parts[m.reads] = m.reads(world)
+                    part = parts[reads] = reads(world)
                 seen, value = memo[i]
-                if not _same(seen, part):
+                if seen is not part and not _same(seen, part):
                     value = m.check(world)
                     memo[i] = (part, value)
-            if value and done.issuperset(m.prereqs):
+            if value and (not m.prereqs or done.issuperset(m.prereqs)):
                 done.add(m.id)
         return frozenset(done)
 
