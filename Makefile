@@ -48,6 +48,7 @@ bench: $(STAMP) ## throughput and start-up benchmarks (ratios against references
 	$(PY) bench/cli_startup.py
 	$(PY) bench/canonical_json.py
 	$(PY) bench/step_throughput.py
+	$(PY) bench/step_parts.py
 	$(PY) bench/replay_serving.py
 	$(PY) bench/serve_throughput.py
 	$(PY) bench/serve_workers.py
