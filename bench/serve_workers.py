@@ -282,7 +282,7 @@ def busy(row: dict[str, Any]) -> float:
 
 
 async def batch_rate(
-    url: str, episodes: int, rounds: int, batched: bool, cpu: Any
+    url: str, episodes: int, rounds: int, batched: bool, cpu: Callable[[], float]
 ) -> tuple[float, float]:
     """Episode-steps per second and the server's CPU seconds an episode-step (``cpu`` reads
     the server's CPU seconds), over the steps only: the batch's reset comes before."""

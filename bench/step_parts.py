@@ -109,10 +109,10 @@ class Timers:
                 setattr(owner, name, function)
 
 
-def play(episodes: Episodes, timers: Timers | None) -> tuple[float, int]:
-    """Seconds spent in steps (resets excluded) and the steps made."""
+def play(episodes: Episodes, timers: Timers | None) -> float:
+    """Seconds spent in steps (resets excluded)."""
     env = CompanyOSEnvironment(InMemoryEventStore())
-    spent, steps = 0.0, 0
+    spent = 0.0
     for kwargs, actions in episodes:
         env.reset(**kwargs)
         if timers is not None:
@@ -123,9 +123,8 @@ def play(episodes: Episodes, timers: Timers | None) -> tuple[float, int]:
         spent += clock() - t
         if timers is not None:
             timers.on = False
-        steps += len(actions)
     env.store.close()
-    return spent, steps
+    return spent
 
 
 def measure(episodes: Episodes, rounds: int) -> dict[str, Any]:
@@ -135,16 +134,16 @@ def measure(episodes: Episodes, rounds: int) -> dict[str, Any]:
     bare = float("inf")
     best: tuple[float, dict[str, float]] | None = None
     for _ in range(rounds):
-        bare = min(bare, play(episodes, None)[0])
+        bare = min(bare, play(episodes, None))
         timers = Timers()
         with timers.installed():
-            spent, _ = play(episodes, timers)
+            spent = play(episodes, timers)
         if best is None or spent < best[0]:
             best = (spent, dict(timers.spent))
     assert best is not None
     steps = sum(len(a) for _, a in episodes)
     timed, parts = best
-    top = sum(v for (label, depth, *_), v in zip(PARTS, parts.values(), strict=True) if not depth)
+    top = sum(parts[label] for label, depth, *_ in PARTS if not depth)
     return {
         "steps": steps,
         "step_us": bare / steps * 1e6,

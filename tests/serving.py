@@ -71,26 +71,28 @@ def rss_kib(pid: int) -> int:
 _TICK = os.sysconf("SC_CLK_TCK")
 
 
-def process_cpu(pid: int) -> Callable[[], float]:
-    """A reader of the CPU seconds (user + system, all threads) the process ``pid`` has used.
-    The clock ticks in 1/CLK_TCK s (10 ms): summed over thousands of steps, the error of each
-    reading is a tick at most, a few percent of a round."""
-    stat = Path(f"/proc/{pid}/stat")
-
-    def read() -> float:
-        fields = stat.read_text().rsplit(")", 1)[1].split()
-        return (int(fields[11]) + int(fields[12])) / _TICK
-
-    return read
-
-
-def _stat(pid: str) -> tuple[int, float] | None:
-    """(parent pid, CPU seconds) of a process, or None if it is gone."""
+def _stat(pid: int | str) -> tuple[int, float] | None:
+    """(parent pid, CPU seconds: user + system, all threads) of a process, or None if it is
+    gone."""
     try:
         fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
     except (FileNotFoundError, ProcessLookupError):
         return None
     return int(fields[1]), (int(fields[11]) + int(fields[12])) / _TICK
+
+
+def process_cpu(pid: int) -> Callable[[], float]:
+    """A reader of the CPU seconds (user + system, all threads) the process ``pid`` has used.
+    The clock ticks in 1/CLK_TCK s (10 ms): summed over thousands of steps, the error of each
+    reading is a tick at most, a few percent of a round."""
+
+    def read() -> float:
+        stat = _stat(pid)
+        if stat is None:
+            raise ProcessLookupError(f"process {pid} is gone: its CPU can no longer be read")
+        return stat[1]
+
+    return read
 
 
 def tree_cpu(pid: int) -> Callable[[], float]:
