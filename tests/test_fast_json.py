@@ -6,12 +6,13 @@ from __future__ import annotations
 
 import json
 import math
+import re
 from typing import Any
 
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from companyos.api.inputs import UNREAD, clean_read, fast_json, parse, read
+from companyos.api.inputs import UNREAD, clean_read, fast_json, long_number, parse, read
 from companyos.domain.inputs import MAX_WALK, hostile
 
 
@@ -129,3 +130,16 @@ def test_a_nul_or_a_long_text_is_walked():
     many = "[" + ",".join(["0"] * (MAX_WALK // 2 + 1)) + "]"
     assert fast_json(many) is not UNREAD and not clean_read(many)
     assert hostile(json.loads("[" + ",".join(["0"] * (MAX_WALK + 1)) + "]")) is not None
+
+
+@given(st.binary(max_size=80) | st.text(alphabet='0123456789a٣ "', max_size=80).map(str.encode))
+def test_a_long_number_is_what_the_regex_finds(raw):
+    # The regex's \d on bytes is ASCII only: a UTF-8 Arabic-Indic digit is no digit here.
+    assert long_number(raw) == (re.search(rb"\d{16}", raw) is not None)
+
+
+def test_a_run_of_sixteen_digits_is_long_and_fifteen_is_not():
+    assert long_number(b'{"a": 1234567890123456}')
+    assert long_number(b"x" * 5000 + b"9" * 16)
+    assert not long_number(b'{"a": 123456789012345, "b": 1.5e300}')
+    assert not long_number(b"123456789012345 123456789012345")
