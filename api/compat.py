@@ -51,6 +51,11 @@ def deserialize_action(action_data: dict[str, Any], action_cls: Any) -> Any:
     kind = action_data.get("type") if isinstance(action_data, dict) else None
     if not isinstance(kind, Hashable):
         return action_cls.model_validate(action_data)
+    from_wire = getattr(action_cls, "from_wire", None)
+    if from_wire is not None:
+        # An action class with its own reader (`CompanyOSWireAction`) routes MCP actions
+        # itself: OpenEnv's only routes them for the bare Action class, else validates.
+        return from_wire(action_data)
     return _original_deserialize(action_data, action_cls)
 
 
