@@ -53,8 +53,8 @@ def deserialize_action(action_data: dict[str, Any], action_cls: Any) -> Any:
         return action_cls.model_validate(action_data)
     from_wire = getattr(action_cls, "from_wire", None)
     if from_wire is not None:
-        # An action class with its own reader (`CompanyOSWireAction`) routes MCP actions
-        # itself: OpenEnv's only routes them for the bare Action class, else validates.
+        # For any class but the bare Action (or an MCP one) OpenEnv's answer is the class's
+        # own validation: a class with a cheaper reader of the same answer gives it.
         return from_wire(action_data)
     return _original_deserialize(action_data, action_cls)
 

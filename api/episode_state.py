@@ -21,7 +21,7 @@ from companyos.projections import achieved, progress, render_world, replay
 
 from .episode import Episode, EpisodeNotFound
 
-TAIL = 16
+TAIL = 4
 """Events read back from the end of a stream to find its last call (widened if need be)."""
 
 

@@ -195,11 +195,11 @@ class CompanyOSWireAction(
 
     @classmethod
     def from_wire(cls, data: Any) -> CompanyOSWireAction:
-        """`model_validate`, in a third of the time for a plain call (every step over `/ws`
-        and `POST /step`). Only `CompanyOSAction` has an ``app`` field and every member
-        forbids unknown keys, so an object with ``app`` can be nothing else: the union's
-        answer is that member's own, without trying the other three. An object it refuses
-        goes to the union, whose error names what each member lacks."""
+        """`model_validate`, about 30% cheaper for a plain call (every step over `/ws` and
+        `POST /step`: 4.4 -> 3.1 us). Only `CompanyOSAction` has an ``app`` field and every
+        member forbids unknown keys, so an object with ``app`` can be nothing else: the
+        union's answer is that member's own, without trying the other three. An object it
+        refuses goes to the union, whose error names what each member lacks."""
         if type(data) is dict and "app" in data:
             try:
                 call = CompanyOSAction.model_validate(data)
