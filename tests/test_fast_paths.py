@@ -322,3 +322,31 @@ def test_the_quick_replace_equals_namedtuple_s_own(cls, data):
     got_value = obj._replace(**changes)
     assert type(got_value) is cls and got_value == want
     assert tuple(got_value) == tuple(want)
+
+
+@settings(max_examples=60, deadline=None)
+@given(
+    seed=st.integers(0, 2**32),
+    task=st.integers(0, len(FAMILY_NAMES) - 1),
+    actions=st.lists(action, min_size=1, max_size=12),
+)
+def test_an_event_read_back_is_the_validated_event(seed, task, actions):
+    """`parse_event` builds a stored event with its constructor: the same event, field for
+    field and type for type, as validating the stored payload."""
+    from companyos.events.upcasting import parse_event, upcast
+
+    env = CompanyOSEnvironment(InMemoryEventStore())
+    env.reset(seed=seed, task_id=task, difficulty=2)
+    for a in actions:
+        assert env.episode is not None
+        if env.step(call_for(a, env.episode.world)).done:
+            break
+    assert env.episode is not None
+    for r in env.store.read(env.episode.id):
+        data = upcast(r.type, r.schema_version, r.data)
+        validated = EVENT_TYPES[r.type].model_validate({**data, "type": r.type})
+        for built in (parse_event(r.type, r.schema_version, r.data), r.event):
+            assert built == validated and built.__dict__ == validated.__dict__
+            assert [type(v) for v in built.__dict__.values()] == [
+                type(v) for v in validated.__dict__.values()
+            ]
