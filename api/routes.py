@@ -97,9 +97,9 @@ def _known(episode_id: str) -> str:
     return episode_id
 
 
-def episode_records(store: EventStore, episode_id: str) -> list[Any]:
-    """The stored events of an episode, or a 404."""
-    records = store.read(_known(episode_id))
+def episode_records(store: EventStore, episode_id: str, to_seq: int | None = None) -> list[Any]:
+    """The stored events of an episode up to ``to_seq`` (None: all), or a 404."""
+    records = store.read(_known(episode_id), 0, to_seq)
     if not records or records[0].type != "EpisodeStarted":
         raise not_found(episode_id)
     return records
@@ -108,10 +108,7 @@ def episode_records(store: EventStore, episode_id: str) -> list[Any]:
 def episode_start(store: EventStore, episode_id: str) -> Any:
     """The first event of a stored episode, or a 404: what a route that only needs to know
     the episode exists reads (not the whole stream, thousands of events for a long one)."""
-    first = store.read(_known(episode_id), 0, 0)
-    if not first or first[0].type != "EpisodeStarted":
-        raise not_found(episode_id)
-    return first[0]
+    return episode_records(store, episode_id, 0)[0]
 
 
 def build_router(
