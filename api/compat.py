@@ -15,6 +15,10 @@ calls `install`). Each keeps the library's behaviour for every request it handle
 3. Its `/reset` body model converts ``"seed": false`` (or ``"7"``) to an integer before the
    environment sees it, so a wrong seed silently became seed 0. The same model, with a seed
    that must be a JSON number, answers those with a 422.
+
+Two more replace its code with cheaper code of the same answer: `deserialize_action` (a class
+with ``from_wire`` reads the action itself) and `serialize_observation` (an observation whose
+fields are JSON values already, ``json_ready``, is not dumped again).
 """
 
 from __future__ import annotations
@@ -27,7 +31,10 @@ from openenv.core.env_server import http_server
 from pydantic import BeforeValidator, Field
 from pydantic_core import PydanticCustomError
 
+from .models import wire
+
 _original_deserialize = http_server.deserialize_action
+_original_serialize = http_server.serialize_observation
 
 
 def _a_number(value: Any) -> Any:
@@ -59,6 +66,14 @@ def deserialize_action(action_data: dict[str, Any], action_cls: Any) -> Any:
     return _original_deserialize(action_data, action_cls)
 
 
+def serialize_observation(observation: Any) -> dict[str, Any]:
+    # Not a bug, a cost: OpenEnv dumps every answer with `model_dump`, walking and copying an
+    # observation that holds JSON values only; such a class says so (`models.wire`).
+    if getattr(type(observation), "json_ready", False):
+        return wire(observation)
+    return _original_serialize(observation)  # type: ignore[no-any-return]
+
+
 async def _run_sync_in_thread_pool(
     self: Any, func: Callable[..., Any], /, *args: Any, **kwargs: Any
 ) -> Any:
@@ -77,6 +92,7 @@ async def _run_in_session_executor(
 def install() -> None:
     """Call before `create_app`: the routes take the request model they find at creation."""
     http_server.deserialize_action = deserialize_action  # type: ignore[assignment]
+    http_server.serialize_observation = serialize_observation  # type: ignore[assignment]
     http_server.ResetRequest = ResetRequest  # type: ignore[misc]
     server = http_server.HTTPEnvServer
     server._run_sync_in_thread_pool = _run_sync_in_thread_pool  # type: ignore[method-assign]
