@@ -18,7 +18,9 @@ calls `install`). Each keeps the library's behaviour for every request it handle
 
 Two more replace its code with cheaper code of the same answer: `deserialize_action` (a class
 with ``from_wire`` reads the action itself) and `serialize_observation` (an observation whose
-fields are JSON values already, ``json_ready``, is not dumped again).
+fields are JSON values already, ``json_ready``, is not dumped again). A third takes the frame's
+JSON value that `sockets.FrameGuard` read to screen it instead of reading it again
+(`handover`).
 """
 
 from __future__ import annotations
@@ -31,6 +33,7 @@ from openenv.core.env_server import http_server
 from pydantic import BeforeValidator, Field
 from pydantic_core import PydanticCustomError
 
+from .handover import HandedOverJSON
 from .models import wire
 
 _original_deserialize = http_server.deserialize_action
@@ -93,6 +96,7 @@ def install() -> None:
     """Call before `create_app`: the routes take the request model they find at creation."""
     http_server.deserialize_action = deserialize_action  # type: ignore[assignment]
     http_server.serialize_observation = serialize_observation  # type: ignore[assignment]
+    http_server.json = HandedOverJSON()  # type: ignore[attr-defined]
     http_server.ResetRequest = ResetRequest  # type: ignore[misc]
     server = http_server.HTTPEnvServer
     server._run_sync_in_thread_pool = _run_sync_in_thread_pool  # type: ignore[method-assign]

@@ -24,6 +24,7 @@ from typing import Any
 
 from uvicorn.protocols.utils import ClientDisconnected
 
+from . import handover
 from .inputs import UNREAD, clean_read, fast_json
 from .inputs import value_problem as hostile_value
 
@@ -45,20 +46,26 @@ WEBSOCKET_REPLIES: dict[str, Reply] = {"/ws": openenv_error, "/mcp": jsonrpc_err
 
 def frame_problem(message: dict[str, Any], path: str = "/ws") -> str | None:
     """Why a received frame cannot go to OpenEnv's handler, or None if it can."""
+    return screen(message, path)[0]
+
+
+def screen(message: dict[str, Any], path: str = "/ws") -> tuple[str | None, Any]:
+    """`frame_problem`, and the frame's JSON value as the json module reads it (`UNREAD`
+    where the frame is refused or is not JSON: the handler answers that itself)."""
     text = message.get("text")
     if text is None:
-        return "binary frames are not accepted: send JSON objects as text frames"
+        return "binary frames are not accepted: send JSON objects as text frames", UNREAD
     # Every frame is read here once (`fast_json` where it reads as the json module would).
     parsed = fast_json(text)
     if parsed is UNREAD:
         try:
             parsed = json.loads(text)
         except json.JSONDecodeError:
-            return None  # the handler answers this one itself, in its own words
+            return None, UNREAD  # the handler answers this one itself, in its own words
         except RecursionError:
-            return "the frame's JSON nests too deeply"
+            return "the frame's JSON nests too deeply", UNREAD
         except ValueError as exc:  # e.g. an integer of more digits than Python converts
-            return f"the frame is not acceptable JSON: {exc}"
+            return f"the frame is not acceptable JSON: {exc}", UNREAD
         clean = False
     else:
         clean = clean_read(text)
@@ -66,8 +73,9 @@ def frame_problem(message: dict[str, Any], path: str = "/ws") -> str | None:
         kind = _JSON_KINDS.get(type(parsed), "a value")
         return (
             f'a frame must be a JSON object such as {{"type": "step", "data": {{...}}}}, not {kind}'
-        )
-    return None if clean else hostile_value(path, parsed)
+        ), UNREAD
+    problem = None if clean else hostile_value(path, parsed)
+    return problem, (parsed if problem is None else UNREAD)
 
 
 _JSON_KINDS = {
@@ -96,8 +104,10 @@ class FrameGuard:
                 message = await receive()
                 if message["type"] != "websocket.receive":
                     return message
-                problem = frame_problem(message, scope["path"])
+                problem, value = screen(message, scope["path"])
                 if problem is None:
+                    if value is not UNREAD:
+                        handover.put(message["text"], value)
                     return message
                 # The handler is waiting in receive(), so nothing else is sending now.
                 with suppress(ClientDisconnected, OSError):
