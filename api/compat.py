@@ -16,11 +16,11 @@ calls `install`). Each keeps the library's behaviour for every request it handle
    environment sees it, so a wrong seed silently became seed 0. The same model, with a seed
    that must be a JSON number, answers those with a 422.
 
-Two more replace its code with cheaper code of the same answer: `deserialize_action` (a class
+Others replace its code with cheaper code of the same answer: `deserialize_action` (a class
 with ``from_wire`` reads the action itself) and `serialize_observation` (an observation whose
 fields are JSON values already, ``json_ready``, is not dumped again). A third takes the frame's
 JSON value that `sockets.FrameGuard` read to screen it instead of reading it again
-(`handover`).
+(`handover`), and a fourth writes `/ws` answers with orjson (`WSObservationResponse`).
 """
 
 from __future__ import annotations
@@ -29,6 +29,7 @@ import asyncio
 from collections.abc import Callable, Hashable
 from typing import Annotated, Any
 
+import orjson
 from openenv.core.env_server import http_server
 from pydantic import BeforeValidator, Field
 from pydantic_core import PydanticCustomError
@@ -77,6 +78,31 @@ def serialize_observation(observation: Any) -> dict[str, Any]:
     return _original_serialize(observation)  # type: ignore[no-any-return]
 
 
+_PLAIN_JSON = (
+    orjson.OPT_PASSTHROUGH_DATETIME
+    | orjson.OPT_PASSTHROUGH_DATACLASS
+    | orjson.OPT_PASSTHROUGH_SUBCLASS
+)
+"""orjson writes only what it writes as pydantic does (dicts, lists, tuples, text, numbers,
+booleans, None, UUIDs, enums): dates, dataclasses and subclasses of str or int are refused, and
+go to pydantic's own writer."""
+
+
+class WSObservationResponse(http_server.WSObservationResponse):  # type: ignore[misc, name-defined]
+    """OpenEnv's answer frame to a `/ws` reset or step, written by orjson: 6.8 -> 1.9 us for a
+    step's 1.4 KB, 20 -> 5 us for a reset's 7 KB (a test checks the text is pydantic's)."""
+
+    def model_dump_json(self, **kwargs: Any) -> str:
+        if not kwargs:
+            try:
+                return orjson.dumps(
+                    {"type": self.type, "data": self.data}, option=_PLAIN_JSON
+                ).decode()
+            except orjson.JSONEncodeError:  # a value orjson refuses (above), a key not text
+                pass
+        return super().model_dump_json(**kwargs)  # type: ignore[no-any-return]
+
+
 async def _run_sync_in_thread_pool(
     self: Any, func: Callable[..., Any], /, *args: Any, **kwargs: Any
 ) -> Any:
@@ -97,6 +123,7 @@ def install() -> None:
     http_server.deserialize_action = deserialize_action  # type: ignore[assignment]
     http_server.serialize_observation = serialize_observation  # type: ignore[assignment]
     http_server.json = HandedOverJSON()  # type: ignore[attr-defined]
+    http_server.WSObservationResponse = WSObservationResponse  # type: ignore[misc]
     http_server.ResetRequest = ResetRequest  # type: ignore[misc]
     server = http_server.HTTPEnvServer
     server._run_sync_in_thread_pool = _run_sync_in_thread_pool  # type: ignore[method-assign]

@@ -6,12 +6,18 @@ batch answer built without validation give the same value, for observations of r
 
 from __future__ import annotations
 
+import dataclasses
+import datetime
+import enum
 import json
+import uuid
 
+import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from openenv.core.env_server import http_server
 from openenv.core.env_server.mcp_types import ListToolsAction
+from openenv.core.env_server.types import WSObservationResponse
 
 from companyos.api import CompanyOSEnvironment, compat
 from companyos.api.models import CompanyOSBatchAction, CompanyOSBatchObservation, wire
@@ -43,6 +49,9 @@ def same_as_openenv(obs: object) -> None:
     fast = http_server.serialize_observation(obs)
     assert fast == compat._original_serialize(obs)
     assert json.loads(json.dumps(fast)) == openenv_answer(obs)
+    # The frame's text, character for character, is what pydantic writes for OpenEnv.
+    frame = compat.WSObservationResponse(data=fast)
+    assert frame.model_dump_json() == WSObservationResponse(data=fast).model_dump_json()
 
 
 @settings(max_examples=40, deadline=None)
@@ -87,3 +96,35 @@ def test_observations_that_are_not_json_ready_are_left_to_openenv():
     obs = env.step(ListToolsAction())
     assert not getattr(obs, "json_ready", False)
     assert http_server.serialize_observation(obs) == compat._original_serialize(obs)
+
+
+class Kind(enum.Enum):
+    A = "a"
+
+
+class Count(int):
+    pass
+
+
+@dataclasses.dataclass
+class Point:
+    x: int
+    y: int
+
+
+@pytest.mark.parametrize(
+    "data",
+    [
+        {"when": datetime.datetime(2026, 1, 2, 3, 4, 5, tzinfo=datetime.UTC)},
+        {"kind": Kind.A, "n": Count(3), "id": uuid.UUID(int=7)},
+        {"point": Point(1, 2)},
+        {"nested": {1: "a key that is no text"}},
+        {"big": 2**70, "nan": float("nan"), "inf": float("-inf"), "f": 1e16, "g": 2.5e-7},
+        {"text": "caf\u00e9 \u2603 \U0001f600", "nested": [(1, 2), {"a": [None, True]}]},
+    ],
+)
+def test_a_frame_orjson_would_write_otherwise_is_written_by_pydantic(data):
+    """Dates, dataclasses, str and int subclasses, keys that are no text, integers past 64
+    bits: the frame is pydantic's own text whatever the values."""
+    ours = compat.WSObservationResponse(data=data).model_dump_json()
+    assert ours == WSObservationResponse(data=data).model_dump_json()
