@@ -9,7 +9,9 @@ figure also carries the client's time and the machine's load.
 The client replays recorded calls of realistic episodes (the oracle mixed with random calls),
 one request at a time, so the figure is latency-bound like an agent's loop. CompanyOS runs on
 its default durable store (SQLite, a commit per step) and, to separate serving from storage, on
-the in-memory store.
+the in-memory store; and, to separate the step from serving it, as the same server whose steps
+do no work (`null_step_server.py`: each answers its episode's reset observation, tools left
+out): the real server's CPU a step less that one's is what the step itself costs a server.
 
     python bench/serve_throughput.py [--steps N] [--rounds R] [--json out.json]
 """
@@ -121,7 +123,10 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
         ),
         "durable": ServerProcess(f"sqlite:///{tmp / 'bench.db'}"),
         "memory": ServerProcess("memory://"),
+        "null": ServerProcess("memory://"),
     }
+    # The same `companyos serve`, its steps doing no work (`null_step_server.py`).
+    servers["null"].cmd[1:3] = [str(ROOT / "bench" / "null_step_server.py")]
     try:
         urls = {k: s.start() for k, s in servers.items()}
 
@@ -135,9 +140,11 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
             "/ws: no-op OpenEnv env": ("noop", ws(True)),
             "/ws: CompanyOS, SQLite": ("durable", ws(False)),
             "/ws: CompanyOS, memory": ("memory", ws(False)),
+            "/ws: CompanyOS, steps doing nothing": ("null", ws(False)),
             "HTTP: no-op OpenEnv env": ("noop", http(True)),
             "HTTP (stateful): CompanyOS, SQLite": ("durable", http(False)),
             "HTTP (stateful): CompanyOS, memory": ("memory", http(False)),
+            "HTTP (stateful): CompanyOS, steps doing nothing": ("null", http(False)),
         }
         with Progress(console=console, transient=True) as progress:
             task = progress.add_task("rounds", total=args.rounds * len(runs))
