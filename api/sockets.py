@@ -44,14 +44,10 @@ def jsonrpc_error(message: str) -> str:
 WEBSOCKET_REPLIES: dict[str, Reply] = {"/ws": openenv_error, "/mcp": jsonrpc_error}
 
 
-def frame_problem(message: dict[str, Any], path: str = "/ws") -> str | None:
-    """Why a received frame cannot go to OpenEnv's handler, or None if it can."""
-    return screen(message, path)[0]
-
-
 def screen(message: dict[str, Any], path: str = "/ws") -> tuple[str | None, Any]:
-    """`frame_problem`, and the frame's JSON value as the json module reads it (`UNREAD`
-    where the frame is refused or is not JSON: the handler answers that itself)."""
+    """Why a received frame cannot go to OpenEnv's handler (None if it can), and the frame's
+    JSON value as the json module reads it (`UNREAD` where the frame is refused or is not
+    JSON: the handler answers that itself)."""
     text = message.get("text")
     if text is None:
         return "binary frames are not accepted: send JSON objects as text frames", UNREAD
