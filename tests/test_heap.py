@@ -68,3 +68,30 @@ def test_each_worker_process_applies_the_policy_too(tmp_path) -> None:
     )
     assert got["thresholds"] == list(heap.THRESHOLDS)
     assert got["frozen"] > 10_000
+
+
+def test_a_training_process_applies_the_policy_as_the_readme_says() -> None:
+    """The README's call for a loop that hosts the environment itself: the policy, and an
+    environment that still plays; the collector of a process that does not ask is left alone."""
+    asked = probe(
+        """
+        import sys
+        import companyos.api.heap
+        assert "openenv" not in sys.modules  # the call costs no server stack
+        from companyos import CompanyOSEnvironment
+        env = CompanyOSEnvironment()
+        companyos.api.heap.settle()
+        env.reset(seed=7, task_id="vendor_onboarding")
+        assert env.step({"app": "ticketdesk", "method": "list_tickets"}).error is None
+        """
+    )
+    assert asked["thresholds"] == list(heap.THRESHOLDS)
+    assert asked["frozen"] > 1_000
+    left_alone = probe(
+        """
+        from companyos import CompanyOSEnvironment
+        CompanyOSEnvironment().reset(seed=7)
+        """
+    )
+    assert left_alone["frozen"] == 0
+    assert left_alone["thresholds"] != list(heap.THRESHOLDS)
