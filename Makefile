@@ -44,11 +44,12 @@ serve: $(STAMP) ## run the OpenEnv server on HOST:PORT (default 127.0.0.1:8000; 
 demo: $(STAMP) ## play one oracle episode and print its timeline
 	$(VENV)/bin/companyos demo --store $(STORE)
 
-bench: $(STAMP) ## throughput and start-up benchmarks (ratios against references measured in the same run: an original-style step, a no-op OpenEnv server, one worker, python -c pass)
+bench: $(STAMP) ## throughput and start-up benchmarks (ratios against references measured in the same run: an original-style step, raw sqlite3, a no-op OpenEnv server, one worker, python -c pass)
 	$(PY) bench/cli_startup.py
 	$(PY) bench/canonical_json.py
 	$(PY) bench/step_throughput.py
 	$(PY) bench/step_parts.py
+	$(PY) bench/sqlite_append.py
 	$(PY) bench/replay_serving.py
 	$(PY) bench/serve_throughput.py
 	$(PY) bench/serve_workers.py

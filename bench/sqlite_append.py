@@ -1,0 +1,237 @@
+"""The SQLite store's append against raw sqlite3 writing the same rows, measured in one run.
+
+The appends are those of real steps: the scripted vendor-onboarding episodes of
+`step_throughput.py` (`workload.py`) are played once on a store that records every append,
+then the step appends are replayed, episode by episode, into:
+
+- `SQLEventStore` on a SQLite file, committing each append, and with group commit
+  (``--group``, 32 appends a commit; the last group committed inside the timing);
+- the reference: Python's own `sqlite3` on a file of the same schema and pragmas (WAL,
+  ``synchronous=NORMAL``), one ``executemany`` INSERT of the append's rows (the very rows the
+  store writes: the events sealed beforehand, untimed), committed the same way.
+
+The streams are created before the timing in both (a reset's opening events), so every timed
+append is a step's. The ratio is the reference's time over the store's: what the store's own
+work costs on top of SQLite writing the rows (the store also seals the events, checks the
+stream's head, moves it, and keeps the append atomic and optimistic). The sealing alone (its
+canonical JSON and SHA-256, `store.seal`) is timed too, so the rest is the store's database
+work. Each row is the best of ``--rounds`` rounds on a fresh file.
+
+    python bench/sqlite_append.py [--episodes N] [--rounds R] [--group G] [--json out.json]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sqlite3
+import tempfile
+import time
+from collections.abc import Callable, Sequence
+from pathlib import Path
+from typing import Any
+
+
+def options() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
+    parser.add_argument("--episodes", type=int, default=300, help="episodes (default 300)")
+    parser.add_argument("--rounds", type=int, default=5, help="rounds (default 5)")
+    parser.add_argument("--group", type=int, default=32, help="appends per group commit")
+    parser.add_argument("--json", type=Path, help="also write the results here")
+    return parser
+
+
+if __name__ == "__main__":
+    options().parse_args()  # --help answers here, before the imports below (seconds)
+
+from rich.console import Console  # noqa: E402
+from rich.progress import Progress  # noqa: E402
+from rich.table import Table  # noqa: E402
+from workload import TASK, script_companyos  # noqa: E402
+
+from companyos.api import CompanyOSAction, CompanyOSEnvironment  # noqa: E402
+from companyos.events import InMemoryEventStore  # noqa: E402
+from companyos.events.sql import SQLEventStore, sqlite_url  # noqa: E402
+from companyos.events.store import GENESIS, NEW_STREAM, Head, seal  # noqa: E402
+from companyos.events.types import Event  # noqa: E402
+
+clock = time.perf_counter
+Append = tuple[str, list[Event], int]
+"""(stream, events, the version the stream is expected at)."""
+
+
+class Recorder(InMemoryEventStore):
+    """An in-memory store that also keeps every append made to it, in order."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.appends: list[Append] = []
+
+    def extend(self, stream: str, events: Sequence[Event], expected_version: int) -> Head:
+        self.appends.append((stream, list(events), expected_version))
+        return super().extend(stream, events, expected_version)
+
+
+def record(episodes: int) -> tuple[list[Append], list[Append]]:
+    """The appends of ``episodes`` scripted episodes: (those creating streams, the steps')."""
+    calls = script_companyos(CompanyOSEnvironment(InMemoryEventStore()), range(episodes))
+    store = Recorder()
+    env = CompanyOSEnvironment(store)
+    for seed, episode in calls:
+        env.reset(seed=seed, task_id=TASK)
+        for call in episode:
+            env.step(CompanyOSAction(**call))
+    opening = [a for a in store.appends if a[2] == NEW_STREAM]
+    return opening, [a for a in store.appends if a[2] != NEW_STREAM]
+
+
+Row = tuple[str, int, str, str, int, str, str, float]
+
+
+def rows_of(appends: list[Append]) -> list[list[Row]]:
+    """Each append's rows as the store writes them (sealed after the stream's previous
+    event), with one recording time: what the reference inserts."""
+    heads: dict[str, str] = {}
+    out = []
+    for stream, events, expected in appends:
+        sealed = seal(stream, events, expected, heads.get(stream, GENESIS))
+        heads[stream] = sealed[-1].hash
+        out.append(
+            [
+                (
+                    stream,
+                    s.seq,
+                    s.event_id,
+                    s.type,
+                    s.schema_version,
+                    s.data_json.decode(),
+                    s.hash,
+                    0.0,
+                )
+                for s in sealed
+            ]
+        )
+    return out
+
+
+def store_run(path: Path, opening: list[Append], steps: list[Append], group: int) -> float:
+    """Seconds the store took for the step appends (streams created first, untimed)."""
+    store = SQLEventStore(sqlite_url(path))
+    for stream, events, expected in opening:
+        store.extend(stream, events, expected)
+    store.close()
+    store = SQLEventStore(sqlite_url(path), group_commit=group)
+    t = clock()
+    for stream, events, expected in steps:
+        store.extend(stream, events, expected)
+    store.flush()
+    spent = clock() - t
+    store.close()
+    return spent
+
+
+INSERT = (
+    "INSERT INTO events (episode_id, seq, event_id, type, schema_version, payload, hash, "
+    "recorded_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?)"
+)
+
+
+def raw_run(path: Path, opening: list[list[Row]], steps: list[list[Row]], group: int) -> float:
+    """Seconds raw sqlite3 took to insert the step appends' rows, ``executemany`` an append
+    and a commit every ``group`` appends, on a file of the store's schema and pragmas."""
+    SQLEventStore(sqlite_url(path)).close()  # the schema, exactly the store's
+    conn = sqlite3.connect(path, isolation_level=None)
+    conn.execute("PRAGMA journal_mode=WAL")
+    conn.execute("PRAGMA synchronous=NORMAL")
+    conn.execute("BEGIN IMMEDIATE")
+    for rows in opening:
+        conn.executemany(INSERT, rows)
+    conn.execute("COMMIT")
+    t = clock()
+    pending = 0
+    for rows in steps:
+        if not pending:
+            conn.execute("BEGIN IMMEDIATE")
+        conn.executemany(INSERT, rows)
+        pending += 1
+        if pending == group:
+            conn.execute("COMMIT")
+            pending = 0
+    if pending:
+        conn.execute("COMMIT")
+    spent = clock() - t
+    conn.close()
+    return spent
+
+
+def seal_run(steps: list[Append]) -> float:
+    """Seconds `store.seal` took for the step appends (heads carried from one to the next)."""
+    heads: dict[str, str] = {}
+    t = clock()
+    for stream, events, expected in steps:
+        heads[stream] = seal(stream, events, expected, heads.get(stream, GENESIS))[-1].hash
+    return clock() - t
+
+
+def main(argv: list[str] | None = None) -> dict[str, Any]:
+    args = options().parse_args(argv)
+    console = Console()
+    opening, steps = record(args.episodes)
+    opening_rows, step_rows = rows_of(opening), rows_of(opening + steps)[len(opening) :]
+    tmp = Path(tempfile.mkdtemp(prefix="companyos-append-bench-"))
+    files = iter(range(10**9))
+
+    def fresh() -> Path:
+        return tmp / f"{next(files)}.db"
+
+    g = args.group
+    runs: dict[str, Callable[[], float]] = {
+        "raw sqlite3 executemany, a commit each (reference)": lambda: raw_run(
+            fresh(), opening_rows, step_rows, 1
+        ),
+        "SQLEventStore, a commit each": lambda: store_run(fresh(), opening, steps, 1),
+        f"raw sqlite3 executemany, a commit per {g} (reference)": lambda: raw_run(
+            fresh(), opening_rows, step_rows, g
+        ),
+        f"SQLEventStore, group commit {g}": lambda: store_run(fresh(), opening, steps, g),
+        "of which sealing (canonical JSON, SHA-256)": lambda: seal_run(steps),
+    }
+    best: dict[str, float] = {}
+    with Progress(console=console, transient=True) as progress:
+        task = progress.add_task("rounds", total=args.rounds * len(runs))
+        for _ in range(args.rounds):
+            for name, run in runs.items():
+                best[name] = min(best.get(name, float("inf")), run())
+                progress.advance(task)
+    n = len(steps)
+    events = sum(len(e) for _, e, _ in steps)
+    per = {k: v / n for k, v in best.items()}
+    refs = {
+        "a commit each": per["raw sqlite3 executemany, a commit each (reference)"],
+        "group": per[f"raw sqlite3 executemany, a commit per {g} (reference)"],
+    }
+    table = Table(
+        title=f"A step's append on SQLite ({n:,} appends of {events / n:.1f} events, "
+        f"{args.episodes} episodes), best of {args.rounds}"
+    )
+    for col in ("row", "per append", "ratio to raw sqlite3"):
+        table.add_column(col, justify="left" if col == "row" else "right")
+    results: dict[str, Any] = {"appends": n, "events": events, "rows": {}}
+    for name, sec in per.items():
+        if name.startswith("of which"):
+            ratio = ""
+        else:
+            ref = refs["group"] if f" {g}" in name else refs["a commit each"]
+            ratio = f"{ref / sec:.3f}x"
+        table.add_row(name, f"{sec * 1e6:,.1f} us", ratio)
+        results["rows"][name] = {"us": sec * 1e6, "ratio": ratio}
+    console.print(table)
+    if args.json:
+        args.json.write_text(json.dumps(results, indent=2))
+    return results
+
+
+if __name__ == "__main__":
+    main()

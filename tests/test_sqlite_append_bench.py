@@ -1,0 +1,59 @@
+"""`bench/sqlite_append.py` (in `make bench`): the reference must write exactly the rows the
+store writes, or its ratio compares unlike work; and every row must be printed."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+BENCH = Path(__file__).resolve().parents[1] / "bench"
+
+PROBE = """
+import json, sqlite3, sys
+from pathlib import Path
+sys.path.insert(0, {bench!r})
+import sqlite_append as bench
+
+tmp = Path({tmp!r})
+opening, steps = bench.record(3)
+rows = bench.rows_of(opening + steps)
+bench.store_run(tmp / "store.db", opening, steps, 4)
+bench.raw_run(tmp / "raw.db", rows[: len(opening)], rows[len(opening) :], 4)
+
+def table(path):
+    with sqlite3.connect(path) as conn:
+        return conn.execute(
+            "SELECT episode_id, seq, event_id, type, schema_version, payload, hash FROM events "
+            "ORDER BY position"
+        ).fetchall()
+
+store, raw = table(tmp / "store.db"), table(tmp / "raw.db")
+results = bench.main(["--episodes", "3", "--rounds", "1", "--group", "4"])
+print(json.dumps([store == raw, len(store), len(steps), results]))
+"""
+
+
+def test_the_reference_writes_the_stores_rows_and_every_row_is_printed(tmp_path):
+    done = subprocess.run(
+        [sys.executable, "-c", PROBE.format(bench=str(BENCH), tmp=str(tmp_path))],
+        capture_output=True,
+        text=True,
+        check=True,
+        cwd=BENCH,
+    )
+    same, n_rows, n_steps, results = json.loads(done.stdout.splitlines()[-1])
+    assert same, "the reference's rows differ from the store's"
+    assert n_steps > 20 and n_rows > 3 * n_steps  # opening events and every step's
+    assert results["appends"] == n_steps
+    rows = results["rows"]
+    assert set(rows) == {
+        "raw sqlite3 executemany, a commit each (reference)",
+        "SQLEventStore, a commit each",
+        "raw sqlite3 executemany, a commit per 4 (reference)",
+        "SQLEventStore, group commit 4",
+        "of which sealing (canonical JSON, SHA-256)",
+    }
+    assert all(r["us"] > 0 for r in rows.values())
+    assert rows["SQLEventStore, a commit each"]["ratio"].endswith("x")
