@@ -4,8 +4,11 @@ playing (worlds are drawn from a seed, so tests read ids and values from the wor
 from __future__ import annotations
 
 import sqlite3
+import subprocess
+import sys
 from collections.abc import Iterator
 from contextlib import contextmanager
+from pathlib import Path
 from typing import Any
 
 from companyos.api import CompanyOSEnvironment, CompanyOSObservation
@@ -158,3 +161,21 @@ def failing_commit(store: SQLEventStore) -> Iterator[None]:
         yield
     finally:
         store._writer = real  # type: ignore[method-assign]
+
+
+BENCH = Path(__file__).resolve().parents[1] / "bench"
+
+
+def bench_probe(code: str) -> str:
+    """The last line ``code`` prints, run in a fresh interpreter inside `bench/` with its
+    modules importable: a benchmark patches what it measures while it runs, so a test of one
+    gets a process of its own."""
+    prelude = f"import sys; sys.path.insert(0, {str(BENCH)!r})\n"
+    done = subprocess.run(
+        [sys.executable, "-c", prelude + code],
+        capture_output=True,
+        text=True,
+        check=True,
+        cwd=BENCH,
+    )
+    return done.stdout.splitlines()[-1]

@@ -4,16 +4,12 @@ store writes, or its ratio compares unlike work; and every row must be printed."
 from __future__ import annotations
 
 import json
-import subprocess
-import sys
-from pathlib import Path
 
-BENCH = Path(__file__).resolve().parents[1] / "bench"
+from tests.helpers import bench_probe
 
 PROBE = """
-import json, sqlite3, sys
+import json, sqlite3
 from pathlib import Path
-sys.path.insert(0, {bench!r})
 import sqlite_append as bench
 
 tmp = Path({tmp!r})
@@ -36,14 +32,8 @@ print(json.dumps([store == raw, len(store), len(steps), results]))
 
 
 def test_the_reference_writes_the_stores_rows_and_every_row_is_printed(tmp_path):
-    done = subprocess.run(
-        [sys.executable, "-c", PROBE.format(bench=str(BENCH), tmp=str(tmp_path))],
-        capture_output=True,
-        text=True,
-        check=True,
-        cwd=BENCH,
-    )
-    same, n_rows, n_steps, results = json.loads(done.stdout.splitlines()[-1])
+    probe = PROBE.format(tmp=str(tmp_path))
+    same, n_rows, n_steps, results = json.loads(bench_probe(probe))
     assert same, "the reference's rows differ from the store's"
     assert n_steps > 20 and n_rows > 3 * n_steps  # opening events and every step's
     assert results["appends"] == n_steps

@@ -5,15 +5,11 @@ left as it was found."""
 from __future__ import annotations
 
 import json
-import subprocess
-import sys
-from pathlib import Path
 
-BENCH = Path(__file__).resolve().parents[1] / "bench"
+from tests.helpers import bench_probe
 
 PROBE = """
-import json, sys
-sys.path.insert(0, {bench!r})
+import json
 import step_parts
 originals = [owner.__dict__[name] for _, _, owner, name in step_parts.PARTS]
 results = step_parts.main(["--steps", "120", "--rounds", "1"])
@@ -28,14 +24,7 @@ print(json.dumps([results, restored, tree]))
 
 def test_every_part_is_timed_nested_parts_fit_and_the_wrappers_are_removed():
     # A process of its own: the bench wraps the environment's functions while it runs.
-    done = subprocess.run(
-        [sys.executable, "-c", PROBE.format(bench=str(BENCH))],
-        capture_output=True,
-        text=True,
-        check=True,
-        cwd=BENCH,
-    )
-    results, restored, tree = json.loads(done.stdout.splitlines()[-1])
+    results, restored, tree = json.loads(bench_probe(PROBE))
     assert restored
     assert set(results) == {"scripted", "serving"}
     for r in results.values():

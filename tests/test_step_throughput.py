@@ -3,15 +3,9 @@ eviction, and only the step; the README's cold figures come from them."""
 
 from __future__ import annotations
 
-import subprocess
-import sys
-from pathlib import Path
-
-BENCH = Path(__file__).resolve().parents[1] / "bench"
+from tests.helpers import bench_probe
 
 PROBE = """
-import sys
-sys.path.insert(0, {bench!r})
 import step_throughput as bench
 
 now = [0.0]
@@ -34,14 +28,7 @@ print(cold, warm, order == ["evict", "a", "evict", "b", "evict", "c", "a", "b"],
 
 
 def test_the_cold_rows_evict_before_each_step_and_time_only_the_steps():
-    done = subprocess.run(
-        [sys.executable, "-c", PROBE.format(bench=str(BENCH))],
-        capture_output=True,
-        text=True,
-        check=True,
-        cwd=BENCH,
-    )
-    cold, warm, ordered, digest = done.stdout.split()
+    cold, warm, ordered, digest = bench_probe(PROBE).split()
     assert float(cold) == 3.0
     assert float(warm) == 2.0
     assert ordered == "True"
