@@ -17,7 +17,7 @@ from dataclasses import dataclass
 from hashlib import sha256
 from typing import Any, NamedTuple
 
-from .chain import _TYPE_JSON, GENESIS, canonical, event_type_json
+from .chain import GENESIS, canonical, event_type_json
 from .snapshots import Snapshot
 from .types import Event
 
@@ -209,18 +209,20 @@ def _sealed_run(prev: str, seq: int, run: tuple[Event, ...]) -> list[Sealed]:
 
 
 def _hash(prev: str, seq: int, ev: Event, data_json: bytes) -> str:
-    """`chain.chain_hash` of `chain.event_body_from_json`, in one formatting (the hot path)."""
-    kind = ev.type
-    return sha256(
-        b'%s{"data":%s,"seq":%d,"type":%s,"v":%d}'
-        % (
-            prev.encode("ascii"),
-            data_json,
-            seq,
-            _TYPE_JSON.get(kind) or event_type_json(kind),
+    """`chain.chain_hash` of `chain.event_body_from_json`, in one formatting (the hot path):
+    what follows the seq depends only on the event's class (its type and schema version), so
+    it is formatted once a class."""
+    tail = _TAILS.get(type(ev))
+    if tail is None:
+        tail = _TAILS[type(ev)] = b',"type":%s,"v":%d}' % (
+            event_type_json(ev.type),
             ev.schema_version,
         )
-    ).hexdigest()
+    body = b'%s{"data":%s,"seq":%d%s' % (prev.encode("ascii"), data_json, seq, tail)
+    return sha256(body).hexdigest()
+
+
+_TAILS: dict[type, bytes] = {}
 
 
 def seal(

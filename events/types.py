@@ -47,10 +47,10 @@ class Event(BaseModel):
         if values is None:
             super().__init__(**data)
             return
-        object.__setattr__(self, "__dict__", values)
-        object.__setattr__(self, "__pydantic_fields_set__", set(data))
-        object.__setattr__(self, "__pydantic_extra__", None)
-        object.__setattr__(self, "__pydantic_private__", None)
+        _set_dict(self, values)
+        _set_fields_set(self, set(data))
+        _set_extra(self, None)
+        _set_private(self, None)
 
     def payload(self) -> dict[str, Any]:
         """The JSON-ready body as stored: everything but the discriminator."""
@@ -90,14 +90,18 @@ def _check(annotation: Any, var: str) -> str | None:
         item = _check(args[0], "x")
         if item is None or args[0] is float:  # validation would widen int items
             return None
-        return f"(type({var}) is list and all({item} for x in {var}))"
+        # An empty list (most of a step's) skips the generator: a frame less.
+        return f"(type({var}) is list and (not {var} or all({item} for x in {var})))"
     if origin is dict and len(args) == 2 and args[0] is str:
         item = _check(args[1], "x")
         if item is None:
             return None
         if args[1] is float:  # an int item would be widened: leave that to validation
             item = "type(x) is float"
-        return f"(type({var}) is dict and all(type(k) is str and {item} for k, x in {var}.items()))"
+        return (
+            f"(type({var}) is dict and (not {var} or "
+            f"all(type(k) is str and {item} for k, x in {var}.items())))"
+        )
     return None
 
 
@@ -147,6 +151,13 @@ def _builder(cls: type[Event]) -> Any:
 
 
 _BUILDERS: dict[type, Any] = {}
+
+# The slots `model_construct` sets, set through their descriptors: what `object.__setattr__`
+# finds on each call, found once (several events a step).
+_set_dict = BaseModel.__dict__["__dict__"].__set__
+_set_fields_set = BaseModel.__dict__["__pydantic_fields_set__"].__set__
+_set_extra = BaseModel.__dict__["__pydantic_extra__"].__set__
+_set_private = BaseModel.__dict__["__pydantic_private__"].__set__
 
 
 # --------------------------------------------------------------------------- lifecycle
