@@ -14,6 +14,7 @@ time (`AppRules.untimed_faults`). Staleness, approval decisions and deadlines fo
 
 from __future__ import annotations
 
+import functools
 import math
 import re
 from collections.abc import Mapping
@@ -39,8 +40,10 @@ DAY = 1440
 _WEEKDAYS = ("Mon", "Tue", "Wed", "Thu", "Fri", "Sat", "Sun")
 
 
+@functools.lru_cache(maxsize=4096)
 def clock_label(minute: int) -> str:
-    """A readable time for a minute of the clock (minute 0 is Monday 09:00)."""
+    """A readable time for a minute of the clock (minute 0 is Monday 09:00). Kept: every
+    observation and several answers ask it, for the few hundred minutes episodes reach."""
     total = 9 * 60 + minute
     day, rest = divmod(total, DAY)
     return f"{_WEEKDAYS[day % 7]} {rest // 60:02d}:{rest % 60:02d}"

@@ -59,7 +59,17 @@ class GoalMemo:
     request or ticket it touched, not every one. A request whose type names earlier sign-offs
     depends on those too and is judged afresh each time."""
 
-    __slots__ = ("_ok", "_priors", "_requests", "_tickets", "_valid", "goal", "slots", "wanted")
+    __slots__ = (
+        "_ok",
+        "_priors",
+        "_requests",
+        "_ticket_count",
+        "_tickets",
+        "_valid",
+        "goal",
+        "slots",
+        "wanted",
+    )
 
     def __init__(self, goal: Goal) -> None:
         self.goal = goal
@@ -70,6 +80,7 @@ class GoalMemo:
         self._tickets: dict[str, tuple[Ticket, Ticket, list[str]]] = {}
         self._requests: dict[int, tuple[Any, Any, Approval, list[str]]] = {}
         self._priors: tuple[Any, dict[str, bool]] = (_NOTHING, {})
+        self._ticket_count: tuple[Any, Any, int] = (_NOTHING, _NOTHING, 0)
 
     def _alone(self, world: World, approval_type: str) -> bool:
         """Whether a request of this type is judged on itself alone (`goals.names_priors`)."""
@@ -116,21 +127,7 @@ class GoalMemo:
 
     def collateral(self, world: World) -> int:
         """``len(goals.collateral(world))``, each ticket and request judged once per object."""
-        n = 0
-        base = world.baseline if world.baseline is not None else world.tickets
-        kept_t = self._tickets
-        for tid, t in world.tickets.items():
-            before = base.get(tid)
-            if before is None or before is t:
-                continue
-            hit = kept_t.get(tid)
-            if hit is None or hit[0] is not before or hit[1] is not t:
-                hit = kept_t[tid] = (
-                    before,
-                    t,
-                    goals.ticket_damage(tid, before, t, self.wanted.get(tid)),
-                )
-            n += len(hit[2])
+        n = self._ticket_damage(world)
         if not world.approvals:
             return n
         kept_r, types = self._requests, world.approval_types
@@ -153,6 +150,31 @@ class GoalMemo:
             if self._alone(world, a.approval_type):
                 kept_r[id(ev)] = (ev, types, a, found)
             n += len(found)
+        return n
+
+    def _ticket_damage(self, world: World) -> int:
+        """The tickets' share of `collateral`, counted again only when the tickets or their
+        baseline are other objects than last time (a poll or a read changes neither)."""
+        tickets, baseline, n = self._ticket_count
+        if world.tickets is tickets and world.baseline is baseline:
+            return n
+        n = 0
+        base = world.baseline if world.baseline is not None else world.tickets
+        kept_t = self._tickets
+        for tid, t in world.tickets.items():
+            before = base.get(tid)
+            if before is None or before is t:
+                continue
+            hit = kept_t.get(tid)
+            if hit is None or hit[0] is not before or hit[1] is not t:
+                hit = kept_t[tid] = (
+                    before,
+                    t,
+                    goals.ticket_damage(tid, before, t, self.wanted.get(tid)),
+                )
+            n += len(hit[2])
+        # One tuple, read and replaced whole: a graph may be shared between threads.
+        self._ticket_count = (world.tickets, world.baseline, n)
         return n
 
 
