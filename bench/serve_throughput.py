@@ -13,6 +13,12 @@ the in-memory store; and, to separate the step from serving it, as the same serv
 do no work (`null_step_server.py`: each answers its episode's reset observation, tools left
 out): the real server's CPU a step less that one's is what the step itself costs a server.
 
+A second table measures that cost directly, over `/ws`: the same servers, memory and SQLite,
+with each step's own CPU counted inside them (`timed_step_server.py`: the thread's CPU clock
+read as the step starts and as it returns), beside the whole process's CPU a step. The step
+alone, set against `step_throughput.py`'s in-process rows, says what a server's surroundings
+do to a step's cost; the rest is serving it (and, on SQLite, the store's checkpoint thread).
+
     python bench/serve_throughput.py [--steps N] [--rounds R] [--json out.json]
 """
 
@@ -105,6 +111,12 @@ def http_rate(url: str, episodes: Episodes, noop: bool, cpu: Callable[[], float]
     return steps / elapsed, spent / steps
 
 
+def step_cpu(url: str) -> tuple[int, int]:
+    """(steps, their CPU nanoseconds) so far, from a `timed_step_server.py` server."""
+    got = httpx.get(url + "/bench/step-cpu", timeout=30).json()
+    return int(got["steps"]), int(got["cpu_ns"])
+
+
 def main(argv: list[str] | None = None) -> dict[str, Any]:
     args = options().parse_args(argv)
     console = Console()
@@ -125,8 +137,14 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
         "memory": ServerProcess("memory://"),
         "null": ServerProcess("memory://"),
     }
-    # The same `companyos serve`, its steps doing no work (`null_step_server.py`).
+    servers["memory, step timed"] = ServerProcess("memory://")
+    servers["SQLite, step timed"] = ServerProcess(f"sqlite:///{tmp / 'timed.db'}")
+    # The same `companyos serve`, its steps doing no work (`null_step_server.py`), or with each
+    # step's own CPU counted (`timed_step_server.py`).
     servers["null"].cmd[1:3] = [str(ROOT / "bench" / "null_step_server.py")]
+    for timed in ("memory, step timed", "SQLite, step timed"):
+        servers[timed].cmd[1:3] = [str(ROOT / "bench" / "timed_step_server.py")]
+    step_cpus: dict[str, list[float]] = {}
     try:
         urls = {k: s.start() for k, s in servers.items()}
 
@@ -146,19 +164,30 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
             "HTTP (stateful): CompanyOS, memory": ("memory", http(False)),
             "HTTP (stateful): CompanyOS, steps doing nothing": ("null", http(False)),
         }
+        timed = ("memory, step timed", "SQLite, step timed")
         with Progress(console=console, transient=True) as progress:
-            task = progress.add_task("rounds", total=args.rounds * len(runs))
+            task = progress.add_task("rounds", total=args.rounds * (len(runs) + len(timed)))
             for _ in range(args.rounds):
                 for name, (which, run) in runs.items():
                     rate, cpu_step = run(urls[which], process_cpu(servers[which].pid))
                     rates.setdefault(name, []).append(rate)
                     cpus.setdefault(name, []).append(cpu_step)
                     progress.advance(task)
+                for which in timed:
+                    before = step_cpu(urls[which])
+                    _, cpu_step = ws(False)(urls[which], process_cpu(servers[which].pid))
+                    after = step_cpu(urls[which])
+                    cpus.setdefault(which, []).append(cpu_step)
+                    step_cpus.setdefault(which, []).append(
+                        (after[1] - before[1]) / 1e9 / max(1, after[0] - before[0])
+                    )
+                    progress.advance(task)
     finally:
         for s in servers.values():
             s.stop()
     med = {k: statistics.median(v) for k, v in rates.items()}
     cpu = {k: statistics.median(v) for k, v in cpus.items()}
+    step_alone = {k: statistics.median(v) for k, v in step_cpus.items()}
     table = Table(title=f"Serving throughput on loopback ({n} steps x {args.rounds} rounds)")
     cols = ("transport and environment", "steps/s", "x no-op", "server CPU/step", "x no-op")
     for col in cols:
@@ -180,6 +209,29 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
             "cpu_ratio_to_noop": r_cpu,
         }
     console.print(table)
+    inside = Table(title="Inside the server: a /ws step's own CPU (median of the rounds)")
+    for col in ("store", "server CPU a step", "the step alone", "serving it", "step share"):
+        inside.add_column(col, justify="left" if col == "store" else "right")
+    results["step_inside_server"] = {}
+    for which, alone in step_alone.items():
+        whole = cpu[which]
+        inside.add_row(
+            which.split(",")[0],
+            f"{whole * 1e6:,.0f} us",
+            f"{alone * 1e6:,.0f} us",
+            f"{(whole - alone) * 1e6:,.0f} us",
+            f"{alone / whole:.0%}",
+        )
+        results["step_inside_server"][which] = {
+            "server_cpu_per_step": whole,
+            "step_cpu": alone,
+            "step_cpu_all": step_cpus[which],
+        }
+    console.print(inside)
+    console.print(
+        "the step alone: its thread's CPU from entering to leaving CompanyOSEnvironment.step "
+        "(timed_step_server.py); compare step_throughput.py's in-process rows."
+    )
     if args.json:
         args.json.write_text(json.dumps(results, indent=2))
     return results
