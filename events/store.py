@@ -210,19 +210,17 @@ def _sealed_run(prev: str, seq: int, run: tuple[Event, ...]) -> list[Sealed]:
 
 def _hash(prev: str, seq: int, ev: Event, data_json: bytes) -> str:
     """`chain.chain_hash` of `chain.event_body_from_json`, in one formatting (the hot path):
-    what follows the seq depends only on the event's class (its type and schema version), so
-    it is formatted once a class."""
-    tail = _TAILS.get(type(ev))
-    if tail is None:
-        tail = _TAILS[type(ev)] = b',"type":%s,"v":%d}' % (
-            event_type_json(ev.type),
-            ev.schema_version,
-        )
-    body = b'%s{"data":%s,"seq":%d%s' % (prev.encode("ascii"), data_json, seq, tail)
+    what follows the seq depends only on the event's type and schema version, so it is
+    formatted once for each."""
+    kind, version = ev.type, ev.schema_version
+    kept = _TAILS.get(kind)
+    if kept is None or kept[0] != version:
+        kept = _TAILS[kind] = (version, b',"type":%s,"v":%d}' % (event_type_json(kind), version))
+    body = b'%s{"data":%s,"seq":%d%s' % (prev.encode("ascii"), data_json, seq, kept[1])
     return sha256(body).hexdigest()
 
 
-_TAILS: dict[type, bytes] = {}
+_TAILS: dict[str, tuple[int, bytes]] = {}
 
 
 def seal(
