@@ -189,7 +189,6 @@ def test_sealing_matches_the_reference_chain(picks, seq, prev):
             assert got == h
 
 
-
 @settings(max_examples=60, deadline=None)
 @given(kinds=st.lists(st.sampled_from(["Alpha", "Beta", "ToolCalled", "Gamma"]), min_size=1))
 def test_sealing_keys_its_kept_formatting_by_type_not_class(kinds):
@@ -201,6 +200,7 @@ def test_sealing_keys_its_kept_formatting_by_type_not_class(kinds):
     for n, (ev, sealed_ev) in enumerate(zip(events, seal_all(GENESIS, -1, events), strict=True)):
         h = chain_hash(h, event_body(n, ev.type, ev.schema_version, ev.payload()))
         assert sealed_ev[4] == h
+
 
 _JSON = st.recursive(
     st.none()
