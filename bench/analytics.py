@@ -35,8 +35,6 @@ be shared (the load average is printed): wall and CPU seconds are both shown.
 
 from __future__ import annotations
 
-import argparse
-import json
 import os
 import resource
 import shutil
@@ -50,6 +48,8 @@ from dataclasses import dataclass, field
 from multiprocessing import get_context
 from pathlib import Path
 from typing import Any
+
+import bench_options
 
 BENCH = Path(__file__).resolve().parent
 if str(BENCH) not in sys.path:
@@ -304,9 +304,7 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
     from companyos.analytics.warehouse import default_workers
     from companyos.events.sql import SQLEventStore, sqlite_url
 
-    parser = argparse.ArgumentParser(
-        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
-    )
+    parser = bench_options.parser(__doc__)
     parser.add_argument("--events", type=int, default=1_000_000, help="events (default 1M)")
     parser.add_argument("--big", action="store_true", help="5,000,000 events")
     parser.add_argument(
@@ -323,8 +321,7 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
         "COMPANYOS_ANALYTICS_WORKERS or CPUs - 1; 0: none, and no one-process row)",
     )
     parser.add_argument("--dir", type=Path, help="working directory (default: a temporary one)")
-    parser.add_argument("--json", type=Path, help="also write the results here")
-    args = parser.parse_args(argv)
+    args = bench_options.with_json(parser).parse_args(argv)
     if args.big:
         args.events = 5_000_000
     console = Console(stderr=True)
@@ -453,8 +450,7 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
     )
     print(title + "\n\n" + table(rows))
     results = {"title": title, "rows": [{k: v for k, v in r.items() if k != "out"} for r in rows]}
-    if args.json:
-        args.json.write_text(json.dumps(results, indent=2))
+    bench_options.write_json(args.json, results)
     return results
 
 

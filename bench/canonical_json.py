@@ -13,11 +13,11 @@ from __future__ import annotations
 
 import argparse
 
+import bench_options
+
 
 def options() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(
-        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
-    )
+    parser = bench_options.parser(__doc__)
     parser.add_argument("--calls", type=int, default=20_000, help="calls a round (20000)")
     parser.add_argument("--rounds", type=int, default=5, help="rounds, best kept (5)")
     return parser

@@ -25,15 +25,14 @@ import time
 from pathlib import Path
 from typing import Any
 
+import bench_options
+
 
 def options() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(
-        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
-    )
+    parser = bench_options.parser(__doc__)
     parser.add_argument("--steps", type=int, default=2000, help="steps per round (default 2000)")
     parser.add_argument("--rounds", type=int, default=6, help="rounds (default 6)")
-    parser.add_argument("--json", type=Path, help="also write the results here")
-    return parser
+    return bench_options.with_json(parser)
 
 
 if __name__ == "__main__":
@@ -156,8 +155,7 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
             f"{row['slowest_answer'] * 1e3:,.0f} ms",
         )
     console.print(table)
-    if args.json:
-        args.json.write_text(json.dumps(results, indent=2))
+    bench_options.write_json(args.json, results)
     return results
 
 

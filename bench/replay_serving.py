@@ -25,20 +25,18 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
+import bench_options
+
 
 def options() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(
-        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
-    )
+    parser = bench_options.parser(__doc__)
     parser.add_argument("--episodes", type=int, default=24, help="episodes a length (24)")
-    parser.add_argument("--json", type=Path, help="also write the results here")
-    return parser
+    return bench_options.with_json(parser)
 
 
 if __name__ == "__main__":
     options().parse_args()  # --help answers before the imports below
 
-import json  # noqa: E402
 import statistics  # noqa: E402
 import sys  # noqa: E402
 import tempfile  # noqa: E402
@@ -156,8 +154,7 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
         f"{miss[500] / hit[500]:.1f}x a loaded step."
     )
     out = {name: {str(n): v * 1e3 for n, v in row.items()} for name, row in medians.items()}
-    if args.json:
-        args.json.write_text(json.dumps(out, indent=2))
+    bench_options.write_json(args.json, out)
     return out
 
 

@@ -35,15 +35,14 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+import bench_options
+
 
 def options() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(
-        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
-    )
+    parser = bench_options.parser(__doc__)
     parser.add_argument("--steps", type=int, default=3000, help="steps per round (default 3000)")
     parser.add_argument("--rounds", type=int, default=3, help="rounds (default 3)")
-    parser.add_argument("--json", type=Path, help="also write the results here")
-    return parser
+    return bench_options.with_json(parser)
 
 
 if __name__ == "__main__":
@@ -232,8 +231,7 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
         "the step alone: its thread's CPU from entering to leaving CompanyOSEnvironment.step "
         "(timed_step_server.py); compare step_throughput.py's in-process rows."
     )
-    if args.json:
-        args.json.write_text(json.dumps(results, indent=2))
+    bench_options.write_json(args.json, results)
     return results
 
 

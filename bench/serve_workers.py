@@ -29,7 +29,6 @@ each (the median is shown), so that the machine's other load hits one worker and
 
 from __future__ import annotations
 
-import argparse
 import asyncio
 import base64
 import contextlib
@@ -45,6 +44,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any, NamedTuple
 
+import bench_options
 import orjson
 import websockets
 from rich.console import Console
@@ -332,15 +332,12 @@ def ceiling(work: int = 12_000_000, repeats: int = 5) -> list[float]:
 
 
 def main(argv: list[str] | None = None) -> dict[str, Any]:
-    parser = argparse.ArgumentParser(
-        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
-    )
+    parser = bench_options.parser(__doc__)
     parser.add_argument("--seconds", type=float, default=6.0, help="per measurement")
     parser.add_argument(
         "--rounds", type=int, default=2, help="measurements of each row (the median is shown)"
     )
-    parser.add_argument("--json", type=Path, help="also write the results here")
-    args = parser.parse_args(argv)
+    args = bench_options.with_json(parser).parse_args(argv)
     console = Console()
     tmp = Path(tempfile.mkdtemp(prefix="companyos-workers-"))
     rows: dict[str, dict[str, Any]] = {}
@@ -476,8 +473,7 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
         "cpu_ratio": cpu_single / cpu_batched,
         "cpu_ratios": [s[1] / b[1] for s, b in zip(singles, batches, strict=True)],
     }
-    if args.json:
-        args.json.write_text(json.dumps(out, indent=2))
+    bench_options.write_json(args.json, out)
     return out
 
 

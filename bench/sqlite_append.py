@@ -25,7 +25,7 @@ so the reference's automatic checkpoints are off too: neither pays for one in it
 from __future__ import annotations
 
 import argparse
-import json
+import itertools
 import sqlite3
 import tempfile
 import time
@@ -33,16 +33,15 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
+import bench_options
+
 
 def options() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(
-        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
-    )
+    parser = bench_options.parser(__doc__)
     parser.add_argument("--episodes", type=int, default=300, help="episodes (default 300)")
     parser.add_argument("--rounds", type=int, default=5, help="rounds (default 5)")
     parser.add_argument("--group", type=int, default=32, help="appends per group commit")
-    parser.add_argument("--json", type=Path, help="also write the results here")
-    return parser
+    return bench_options.with_json(parser)
 
 
 if __name__ == "__main__":
@@ -181,7 +180,7 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
     rows = rows_of(opening + steps)  # each stream's steps chain on from its opening events
     opening_rows, step_rows = rows[: len(opening)], rows[len(opening) :]
     tmp = Path(tempfile.mkdtemp(prefix="companyos-append-bench-"))
-    files = iter(range(10**9))
+    files = itertools.count()
 
     def fresh() -> Path:
         return tmp / f"{next(files)}.db"
@@ -225,8 +224,7 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
         table.add_row(name, f"{sec * 1e6:,.1f} us", ratio)
         results["rows"][name] = {"us": sec * 1e6, "ratio": ratio}
     console.print(table)
-    if args.json:
-        args.json.write_text(json.dumps(results, indent=2))
+    bench_options.write_json(args.json, results)
     return results
 
 

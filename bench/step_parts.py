@@ -17,24 +17,21 @@ less its listed top-level parts: the environment's and the episode's own code be
 from __future__ import annotations
 
 import argparse
-import json
 import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
-from pathlib import Path
 from typing import Any
+
+import bench_options
 
 
 def options() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(
-        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
-    )
+    parser = bench_options.parser(__doc__)
     parser.add_argument(
         "--steps", type=int, default=3000, help="steps of each workload (default 3000)"
     )
     parser.add_argument("--rounds", type=int, default=5, help="rounds (default 5)")
-    parser.add_argument("--json", type=Path, help="also write the results here")
-    return parser
+    return bench_options.with_json(parser)
 
 
 if __name__ == "__main__":
@@ -194,8 +191,7 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
         ),
     )
     Console().print(table)
-    if args.json:
-        args.json.write_text(json.dumps(results, indent=2))
+    bench_options.write_json(args.json, results)
     return results
 
 
