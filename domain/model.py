@@ -415,5 +415,25 @@ def mentions(text: Any, word: str) -> bool:
     """``text`` names ``word``: as a whole word (not inside a longer one), any case."""
     if not isinstance(text, str):
         return False
+    if text.isascii() and word.isascii():
+        # Without the regular expression, which each episode's new words would compile anew:
+        # in ASCII, ignoring case is comparing lower cases, and the word's edges are ASCII.
+        return _ascii_mentions(text.lower(), word.lower())
     pattern = rf"(?<![0-9A-Za-z]){re.escape(word)}(?![0-9A-Za-z])"
     return re.search(pattern, text, re.IGNORECASE) is not None
+
+
+_WORD_CHARS = frozenset("0123456789abcdefghijklmnopqrstuvwxyz")
+"""What may not touch a mentioned word, lower case (the text is lowered first)."""
+
+
+def _ascii_mentions(text: str, word: str) -> bool:
+    end, n = len(text), len(word)
+    i = text.find(word)
+    while i != -1:
+        if (i == 0 or text[i - 1] not in _WORD_CHARS) and (
+            i + n == end or text[i + n] not in _WORD_CHARS
+        ):
+            return True
+        i = text.find(word, i + 1)
+    return False

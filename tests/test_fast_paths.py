@@ -1,7 +1,9 @@
 """The step's shortcuts give exactly what the long way gives (issue 17).
 
 - An event built by the simulation without running the validator equals the same event
-  validated, field for field, and so has the same payload and hash.
+  validated, field for field, and so has the same payload and hash; so does one built from
+  any keywords, right or wrong, or it is refused as validation refuses it. The reference is
+  pydantic's own validation, not ``model_validate``, which calls the event's constructor.
 - The milestone graph's memo (whole-world and per-milestone) gives, after every step, the
   milestones that a fresh graph evaluating every predicate gives; so do its collateral count
   (also against `goals.collateral`), its per-submission verdicts (against `goals`) and its
@@ -53,7 +55,7 @@ def _play(seed: int, task: int, difficulty: int, actions: list) -> bool:
         assert ep is not None
         for record in env.store.read(ep.id, from_seq=ep.version - 12):
             live = record.event
-            again = EVENT_TYPES[live.type].model_validate(live.model_dump())
+            again = _validated(EVENT_TYPES[live.type], live.model_dump())
             assert again == live and again.__dict__ == live.__dict__
             assert canonical(again.payload()) == canonical(live.payload())
         fresh = milestones_for(ep.world.task.goal)  # type: ignore[union-attr]
@@ -106,7 +108,7 @@ def test_oracle_episodes_over_every_family_and_level():
 def test_a_value_validation_would_convert_takes_the_validated_path():
     # An int for a float field is widened exactly as validation widens it.
     q = MetricQueried(metric="m", value=72, stale_days=4, stale=True)
-    assert type(q.value) is float and q == MetricQueried.model_validate(q.model_dump())
+    assert type(q.value) is float and q == _validated(MetricQueried, q.model_dump())
     assert canonical(q.payload()) == b'{"metric":"m","stale":true,"stale_days":4,"value":72.0}'
     # A bool for an int field, a wrong type, an unknown or a missing field: validation decides.
     for bad in (
@@ -119,7 +121,7 @@ def test_a_value_validation_would_convert_takes_the_validated_path():
             built = ToolCalled(**bad)
         except ValueError:
             continue
-        assert built == ToolCalled.model_validate(bad)  # validation accepted it, converted
+        assert built == _validated(ToolCalled, bad)  # validation accepted it, converted
 
 
 def test_an_original_worlds_start_equals_the_fold_of_its_opening_events():
@@ -344,9 +346,125 @@ def test_an_event_read_back_is_the_validated_event(seed, task, actions):
     assert env.episode is not None
     for r in env.store.read(env.episode.id):
         data = upcast(r.type, r.schema_version, r.data)
-        validated = EVENT_TYPES[r.type].model_validate({**data, "type": r.type})
+        validated = _validated(EVENT_TYPES[r.type], {**data, "type": r.type})
         for built in (parse_event(r.type, r.schema_version, r.data), r.event):
             assert built == validated and built.__dict__ == validated.__dict__
             assert [type(v) for v in built.__dict__.values()] == [
                 type(v) for v in validated.__dict__.values()
             ]
+
+
+@settings(max_examples=300, deadline=None)
+@given(
+    st.integers(min_value=0, max_value=2**40),
+    st.text(max_size=30),
+    st.lists(
+        st.tuples(st.integers(min_value=0, max_value=10**6), st.text(max_size=40)),
+        min_size=1,
+        max_size=8,
+    ),
+)
+def test_a_keyed_draw_is_the_hash_of_its_key_and_draw_together(seed, scope, draws):
+    """`KeyedRNG` hashes on from its key's kept hash: each draw is still blake2b (8 bytes) of
+    the key and the draw in one, whatever was drawn before, as the logs recorded so far were
+    made."""
+    import hashlib
+
+    from companyos.domain.rng import KeyedRNG
+
+    rng = KeyedRNG(seed, scope)
+    key = (f"{scope}|{seed}|" if scope else f"{seed}|").encode()
+    for seq, purpose in [*draws, *draws]:  # again: a draw must not change the kept hash
+        whole = hashlib.blake2b(key + f"{seq}|{purpose}".encode(), digest_size=8).digest()
+        assert rng._bits(seq, purpose) == int.from_bytes(whole, "big")
+    assert KeyedRNG(7, "s")._bits(3, "fault") == 0xFE9336D02A32C25F  # as recorded before
+
+
+_MENTION_CHARS = st.sampled_from([*"aAbBkKsS09 -_.,'/", "\u017f", "\u212a", "\u0130", "é"])
+
+
+@settings(max_examples=1000, deadline=None)
+@given(st.text(_MENTION_CHARS, max_size=24), st.text(_MENTION_CHARS, max_size=4))
+def test_a_mention_is_found_as_the_regular_expression_finds_it(text, word):
+    """`model.mentions` reads ASCII text without its regular expression: the same answer, for
+    any text and word (non-ASCII ones, which fold differently, keep the expression)."""
+    import re
+
+    from companyos.domain.model import mentions
+
+    pattern = rf"(?<![0-9A-Za-z]){re.escape(word)}(?![0-9A-Za-z])"
+    assert mentions(text, word) == (re.search(pattern, text, re.IGNORECASE) is not None)
+    # A word set in a sentence is found; glued to a letter or digit, it is not.
+    if word.isascii() and word and word[0].isalnum() and word[-1].isalnum():
+        assert mentions(f"re: {word}, ok", word) and not mentions(f"x{word}", word)
+
+
+_PANEL = (True, 0, 2, 1.5, -0.0, "x", "", None, [], ["a"], [1], ("a",), {}, {"k": 1.0}, {"k": "v"})
+"""Values of every kind a caller could pass, each tried in every field of every event."""
+
+
+def _example(annotation):
+    """A value validation keeps unchanged for a field of this type."""
+    import typing
+
+    origin, args = typing.get_origin(annotation), typing.get_args(annotation)
+    if origin is typing.Literal:
+        return args[0]
+    if origin in (list, dict):
+        return origin()
+    if args:  # a union: its first member
+        return _example(args[0])
+    return {str: "a", int: 1, float: 1.0, bool: True}.get(annotation)
+
+
+def _flat_events() -> list[type]:
+    return sorted((c for c in EVENT_TYPES.values() if not c.nested), key=lambda c: c.__name__)
+
+
+@pytest.mark.parametrize("cls", _flat_events(), ids=lambda c: c.__name__)
+def test_an_event_built_without_its_validator_is_the_validated_event(cls):
+    """Keywords right and wrong, for every flat event: all fields given as validation keeps
+    them (the fast build is taken), then each field given each value of a panel (a bool for an
+    int, an int for a float, a tuple for a list, ...) or left out, then a keyword the class
+    does not have. The constructor gives what validation gives, field for field and type for
+    type, or refuses as validation refuses."""
+    from companyos.events.types import _BUILDERS
+
+    fields = {n: _example(f.annotation) for n, f in cls.model_fields.items() if n != "type"}
+    _as_validated(cls, fields)
+    assert _BUILDERS[cls](dict(fields)) is not None, "the fast build is not taken"
+    for name in fields:
+        for value in _PANEL:
+            _as_validated(cls, {**fields, name: value})
+        _as_validated(cls, {k: v for k, v in fields.items() if k != name})
+    _as_validated(cls, {**fields, "unknown_field": 1})
+    _as_validated(cls, {**fields, "type": cls.model_fields["type"].default})
+
+
+def _validated(cls: type, kwargs: dict):
+    """``cls`` validated by pydantic itself. Not ``model_validate``: for a class with its own
+    ``__init__``, pydantic's validation calls it, so that would be the fast build again."""
+    from pydantic import BaseModel
+
+    event = cls.__new__(cls)
+    BaseModel.__init__(event, **kwargs)
+    return event
+
+
+def _as_validated(cls: type, kwargs: dict) -> None:
+    from pydantic import ValidationError
+
+    try:
+        validated = _validated(cls, kwargs)
+    except ValidationError:
+        with pytest.raises(ValidationError):
+            cls(**kwargs)
+        return
+    built = cls(**kwargs)
+    assert built == validated and built.__dict__ == validated.__dict__
+    assert list(built.__dict__) == list(validated.__dict__)
+    assert [type(v) for v in built.__dict__.values()] == [
+        type(v) for v in validated.__dict__.values()
+    ]
+    assert built.model_fields_set == validated.model_fields_set
+    assert canonical(built.payload()) == canonical(validated.payload())
