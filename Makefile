@@ -49,6 +49,7 @@ bench: $(STAMP) ## throughput and start-up benchmarks (ratios against references
 	$(PY) bench/canonical_json.py
 	$(PY) bench/step_throughput.py
 	$(PY) bench/step_parts.py
+	-$(PY) bench/step_instructions.py  # needs Valgrind: without it, says so and the rest goes on
 	$(PY) bench/sqlite_append.py
 	$(PY) bench/replay_serving.py
 	$(PY) bench/serve_throughput.py

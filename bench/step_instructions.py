@@ -1,0 +1,260 @@
+"""Instructions a step executes, counted by Valgrind's callgrind: a figure the machine's noise
+cannot move, beside `step_throughput.py`'s times, which it can (on a shared VM the same step
+measures 90-145 us from one run to the next, too much to see a 3% change).
+
+Each row runs in a process of its own under callgrind with instrumentation off while it builds
+its workload and plays it once; then it is switched on and the row plays the workload again,
+each step (or reset) called through ``itertools.starmap``, and only what runs inside starmap's
+``next`` is counted (``--toggle-collect``): the steps, not the loop around them. Rows:
+
+- the original-style step (`original_model.py`) on the scripted vendor-onboarding workload
+  (`workload.script_original`): the reference;
+- CompanyOS on the memory store, the same workload (`workload.script_companyos`);
+- CompanyOS on the memory store, the serving workload (`workload.record_episodes`: the oracle
+  mixed with random calls, every family and level), against the same reference;
+- resets: the original's against CompanyOS's warm reset (an instance seen before), as
+  `step_throughput.py` times them.
+
+What the counts are and are not: user-space instructions of the whole process (the kernel's
+work is not in them), not cycles (a cache miss costs nothing here), and code that picks its
+routine by the CPU (OpenSSL's SHA-256, libc's memcpy) takes a generic one under Valgrind, so
+hashing counts more than it runs. The ratio says how much more work a step does; the timed
+rows say what it costs on this machine.
+
+Needs Valgrind (Debian: apt-get install valgrind); without it the benchmark says so and stops.
+
+    python bench/step_instructions.py [--episodes N] [--rows R,...] [--json out.json]
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import re
+import shutil
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+from typing import Any
+
+import bench_options
+
+HERE = Path(__file__).resolve().parent
+ROOT = HERE.parent
+TOGGLE = "starmap_next"
+"""The C function that runs each counted call: `itertools.starmap`'s ``next``, which nothing a
+step runs uses (a nested use would switch counting off inside it)."""
+
+ROWS: dict[str, str] = {
+    "original": "original-style step, scripted (reference)",
+    "companyos": "CompanyOS step, memory, scripted",
+    "serving": "CompanyOS step, memory, serving workload",
+    "original-reset": "original-style reset (reference)",
+    "warm-reset": "CompanyOS reset, warm (instance seen before)",
+}
+REFERENCE = {
+    "original": "original",
+    "companyos": "original",
+    "serving": "original",
+    "original-reset": "original-reset",
+    "warm-reset": "original-reset",
+}
+
+
+def options() -> argparse.ArgumentParser:
+    parser = bench_options.parser(__doc__)
+    parser.add_argument(
+        "--episodes",
+        type=int,
+        default=40,
+        help="scripted episodes counted (default 40; the serving row plays as many steps)",
+    )
+    parser.add_argument(
+        "--rows",
+        default=",".join(ROWS),
+        help="rows to count, comma-separated, each with its reference (default: all of "
+        + ", ".join(ROWS)
+        + ")",
+    )
+    parser.add_argument("--child", choices=sorted(ROWS), help=argparse.SUPPRESS)
+    return bench_options.with_json(parser)
+
+
+Episodes = list[tuple[Any, Any, list[Any]]]
+"""(a reset, uncounted; the step function; its calls, each counted): a step row's workload."""
+
+
+def _workload(row: str, episodes: int) -> tuple[Episodes, int]:
+    """The row's workload and how many counted calls it makes. Built and played once, uncounted."""
+    sys.path.insert(0, str(HERE))
+    from original_model import OriginalStyleEnv
+    from workload import TASK, record_episodes, script_companyos, script_original
+
+    from companyos.api import CompanyOSAction, CompanyOSEnvironment
+
+    seeds = range(episodes)
+    if row == "original-reset":
+        original = OriginalStyleEnv()
+        return [(None, original.reset, [s % 20 for s in seeds])], len(seeds)
+    if row == "original":
+        original = OriginalStyleEnv()
+        played = [
+            (lambda s=s: original.reset(s), original.step, calls)
+            for s, calls in script_original(original, seeds)
+        ]
+        return played, sum(len(c) for _, _, c in played)
+    ours = CompanyOSEnvironment()
+    if row == "warm-reset":
+        for s in range(20):
+            ours.reset(seed=s, task_id=TASK)
+        return [(None, lambda s: ours.reset(seed=s, task_id=TASK), [s % 20 for s in seeds])], len(
+            seeds
+        )
+    if row == "companyos":
+        recorded = [
+            ({"seed": s, "task_id": TASK}, [CompanyOSAction(**c) for c in calls])
+            for s, calls in script_companyos(ours, seeds)
+        ]
+    else:  # as many steps as the scripted rows make
+        steps = sum(len(c) for _, c in script_original(OriginalStyleEnv(), seeds))
+        recorded = [(kw, list(actions)) for kw, actions in record_episodes(steps)]
+    played = [(lambda kw=kw: ours.reset(**kw), ours.step, actions) for kw, actions in recorded]
+    return played, sum(len(c) for _, _, c in played)
+
+
+def _play(workload: Episodes) -> None:
+    """Each reset called directly; each call through starmap, where counting happens."""
+    import itertools
+
+    for reset, fn, calls in workload:
+        if reset is not None:
+            reset()
+        for _ in itertools.starmap(fn, [(c,) for c in calls]):
+            pass
+
+
+def child(row: str, episodes: int) -> None:
+    """Runs under callgrind: builds the row's workload and plays it once, then waits for the
+    parent to switch instrumentation on and plays it again."""
+    workload, units = _workload(row, episodes)
+    _play(workload)
+    print(f"READY {units}", flush=True)
+    sys.stdin.readline()
+    _play(workload)
+    print("DONE", flush=True)
+    sys.stdin.readline()
+
+
+def count(row: str, episodes: int, work: Path) -> tuple[int, int]:
+    """(instructions counted, steps or resets they were for) of one row, in a child process."""
+    out = work / f"{row}.out"
+    cmd = [
+        "valgrind",
+        "--tool=callgrind",
+        "--instr-atstart=no",
+        "--collect-atstart=no",
+        f"--toggle-collect={TOGGLE}",
+        "--cache-sim=no",
+        f"--callgrind-out-file={out}",
+        sys.executable,
+        str(Path(__file__).resolve()),
+        "--child",
+        row,
+        "--episodes",
+        str(episodes),
+    ]
+    env = {**os.environ, "PYTHONHASHSEED": "0"}  # the same dict layouts every run
+    p = subprocess.Popen(
+        cmd,
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        env=env,
+        cwd=ROOT,
+    )
+    assert p.stdin is not None and p.stdout is not None
+    line = p.stdout.readline()
+    if not line.startswith("READY"):
+        p.kill()
+        raise SystemExit(f"{row}: the child failed before counting:\n{p.communicate()[1][-3000:]}")
+    units = int(line.split()[1])
+    _control("-i", "on", p.pid)
+    p.stdin.write("\n")
+    p.stdin.flush()
+    line = p.stdout.readline()
+    _control("-i", "off", p.pid)
+    _, err = p.communicate("\n")
+    if not line.startswith("DONE") or p.returncode != 0:
+        raise SystemExit(f"{row}: the child failed while counting:\n{err[-3000:]}")
+    found = re.search(r"Collected : (\d+)", err)
+    if found is None or int(found.group(1)) == 0:
+        raise SystemExit(
+            f"{row}: callgrind counted nothing inside {TOGGLE}: this Python's library has no "
+            "symbol of that name (a stripped build?); the counts need one that has"
+        )
+    return int(found.group(1)), units
+
+
+def _control(*args: Any) -> None:
+    subprocess.run(["callgrind_control", *map(str, args)], check=True, capture_output=True)
+
+
+def main() -> None:
+    args = options().parse_args()
+    if args.child:
+        child(args.child, args.episodes)
+        return
+    from rich.console import Console
+    from rich.progress import Progress
+    from rich.table import Table
+
+    wanted = [r.strip() for r in args.rows.split(",") if r.strip()]
+    unknown = [r for r in wanted if r not in ROWS]
+    if unknown or not wanted:
+        what = f"unknown row(s) {', '.join(unknown)}" if unknown else "no row named"
+        raise SystemExit(f"--rows: {what}; known: {', '.join(ROWS)}")
+    rows = [r for r in ROWS if r in wanted or r in {REFERENCE[w] for w in wanted}]
+    if shutil.which("valgrind") is None or shutil.which("callgrind_control") is None:
+        raise SystemExit(
+            "step_instructions: Valgrind is not installed, so nothing was counted; install it "
+            "(Debian: apt-get install valgrind) and run again"
+        )
+    console = Console(width=100)
+    counted: dict[str, tuple[int, int]] = {}
+    with tempfile.TemporaryDirectory() as tmp, Progress(console=console, transient=True) as bar:
+        task = bar.add_task("counting under callgrind", total=len(rows))
+        for row in rows:
+            counted[row] = count(row, args.episodes, Path(tmp))
+            bar.advance(task)
+    per = {row: n / units for row, (n, units) in counted.items()}
+    table = Table(title=f"Instructions per call, counted by callgrind ({args.episodes} episodes)")
+    table.add_column("row")
+    table.add_column("calls", justify="right")
+    table.add_column("instructions", justify="right")
+    table.add_column("ratio", justify="right")
+    results: dict[str, Any] = {"episodes": args.episodes, "rows": {}}
+    for row in rows:
+        label = ROWS[row]
+        ratio = per[REFERENCE[row]] / per[row]
+        table.add_row(label, f"{counted[row][1]:,}", f"{per[row] / 1e3:,.1f} k", f"{ratio:.3f}x")
+        results["rows"][row] = {
+            "label": label,
+            "calls": counted[row][1],
+            "instructions": counted[row][0],
+            "per_call": per[row],
+            "reference": REFERENCE[row],
+            "ratio": ratio,
+        }
+    console.print(table)
+    console.print(
+        "ratio: the reference's instructions per call over the row's (above 1: fewer). User-space"
+        " instructions only; hashing takes generic code under Valgrind and counts more than it"
+        " runs."
+    )
+    bench_options.write_json(args.json, results)
+
+
+if __name__ == "__main__":
+    main()
