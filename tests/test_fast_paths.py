@@ -380,6 +380,21 @@ def test_a_keyed_draw_is_the_hash_of_its_key_and_draw_together(seed, scope, draw
     assert KeyedRNG(7, "s")._bits(3, "fault") == 0xFE9336D02A32C25F  # as recorded before
 
 
+def test_a_keyed_rng_copies_and_pickles_with_its_draws():
+    """The kept hash is not picklable; the RNG is, as before (a copy draws what it draws)."""
+    import copy
+    import pickle
+
+    from companyos.domain.rng import AdversarialRNG, KeyedRNG, PlacedFaults
+
+    for rng in (KeyedRNG(5), KeyedRNG(5, "scope"), AdversarialRNG(), PlacedFaults(3, 0.5)):
+        for again in (pickle.loads(pickle.dumps(rng)), copy.deepcopy(rng), copy.copy(rng)):
+            assert type(again) is type(rng)
+            for seq in range(20):
+                assert again.uniform(seq, "fault") == rng.uniform(seq, "fault")
+                assert again.randint(seq, "x", 1, 9) == rng.randint(seq, "x", 1, 9)
+
+
 _MENTION_CHARS = st.sampled_from([*"aAbBkKsS09 -_.,'/", "\u017f", "\u212a", "\u0130", "é"])
 
 
