@@ -89,9 +89,9 @@ def _workload(row: str, episodes: int) -> tuple[Episodes, int]:
     """The row's workload and how many counted calls it makes. Built and played once, uncounted."""
     sys.path.insert(0, str(HERE))
     from original_model import OriginalStyleEnv
-    from workload import TASK, record_episodes, script_companyos, script_original
+    from workload import TASK, as_episodes, record_episodes, script_companyos, script_original
 
-    from companyos.api import CompanyOSAction, CompanyOSEnvironment
+    from companyos.api import CompanyOSEnvironment
 
     seeds = range(episodes)
     if row == "original-reset":
@@ -112,13 +112,11 @@ def _workload(row: str, episodes: int) -> tuple[Episodes, int]:
             seeds
         )
     if row == "companyos":
-        recorded = [
-            ({"seed": s, "task_id": TASK}, [CompanyOSAction(**c) for c in calls])
-            for s, calls in script_companyos(ours, seeds)
-        ]
+        recorded = as_episodes(script_companyos(ours, seeds))
     else:  # as many steps as the scripted rows make
-        steps = sum(len(c) for _, c in script_original(OriginalStyleEnv(), seeds))
-        recorded = [(kw, list(actions)) for kw, actions in record_episodes(steps)]
+        recorded = record_episodes(
+            sum(len(c) for _, c in script_original(OriginalStyleEnv(), seeds))
+        )
     played = [(lambda kw=kw: ours.reset(**kw), ours.step, actions) for kw, actions in recorded]
     return played, sum(len(c) for _, _, c in played)
 

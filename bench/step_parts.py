@@ -39,7 +39,7 @@ if __name__ == "__main__":
 
 from rich.console import Console  # noqa: E402
 from rich.table import Table  # noqa: E402
-from workload import TASK, record_episodes, script_companyos  # noqa: E402
+from workload import as_episodes, record_episodes, script_companyos  # noqa: E402
 
 import companyos.api.environment as environment_module  # noqa: E402
 import companyos.api.episode as episode_module  # noqa: E402
@@ -151,10 +151,8 @@ def measure(episodes: Episodes, rounds: int) -> dict[str, Any]:
 
 
 def workloads(steps: int) -> dict[str, Episodes]:
-    scripted: Episodes = []
     seeds = range(max(1, steps // 11))  # about 11.6 steps an episode
-    for seed, calls in script_companyos(CompanyOSEnvironment(InMemoryEventStore()), seeds):
-        scripted.append(({"seed": seed, "task_id": TASK}, [CompanyOSAction(**c) for c in calls]))
+    scripted = as_episodes(script_companyos(CompanyOSEnvironment(InMemoryEventStore()), seeds))
     return {"scripted": scripted, "serving": list(record_episodes(steps))}
 
 

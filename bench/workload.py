@@ -51,6 +51,14 @@ def script_original(env: OriginalStyleEnv, seeds: range) -> Script:
     return out
 
 
+def as_episodes(script: Script) -> list[Episode]:
+    """A recorded CompanyOS script as `Episode`s (reset options, typed calls): the shape
+    `record_episodes` gives, so a benchmark plays either alike."""
+    return [
+        ({"seed": s, "task_id": TASK}, [CompanyOSAction(**c) for c in calls]) for s, calls in script
+    ]
+
+
 def steps_per_episode(script: Script) -> float:
     return sum(len(c) for _, c in script) / len(script)
 
