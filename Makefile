@@ -53,6 +53,7 @@ bench: $(STAMP) ## throughput and start-up benchmarks (ratios against references
 	$(PY) bench/sqlite_append.py
 	$(PY) bench/replay_serving.py
 	$(PY) bench/serve_throughput.py
+	-$(PY) bench/serve_instructions.py  # needs Valgrind, as step_instructions.py does
 	$(PY) bench/serve_workers.py
 	$(PY) bench/gc_policy.py
 	$(PY) bench/eval_workers.py
