@@ -193,39 +193,47 @@ async def _loop(warm: Episodes, counted: Episodes, work: Path) -> tuple[int, int
     """(instructions, steps) of the counted episodes played in a loop under callgrind."""
     played = work / "episodes.json"
     played.write_text(json.dumps([warm, counted]))
-    out = work / "loop.out"
-    proc = await asyncio.create_subprocess_exec(
-        "valgrind",
-        "--tool=callgrind",
-        "--instr-atstart=no",
-        "--collect-atstart=no",
-        "--toggle-collect=starmap_next",
-        "--cache-sim=no",
-        f"--callgrind-out-file={out}",
-        sys.executable,
-        str(Path(__file__).resolve()),
-        "--child-loop",
-        str(played),
-        stdin=asyncio.subprocess.PIPE,
-        stdout=asyncio.subprocess.PIPE,
-        stderr=asyncio.subprocess.PIPE,
-        env={**os.environ, "PYTHONHASHSEED": "0"},
-        cwd=ROOT,
-    )
+    out, log = work / "loop.out", work / "loop.log"
+    with log.open("wb") as err:  # a file, not a pipe nobody reads while the loop runs
+        proc = await asyncio.create_subprocess_exec(
+            "valgrind",
+            "--tool=callgrind",
+            "--instr-atstart=no",
+            "--collect-atstart=no",
+            "--toggle-collect=starmap_next",
+            "--cache-sim=no",
+            f"--callgrind-out-file={out}",
+            sys.executable,
+            str(Path(__file__).resolve()),
+            "--child-loop",
+            str(played),
+            stdin=asyncio.subprocess.PIPE,
+            stdout=asyncio.subprocess.PIPE,
+            stderr=err,
+            env={**os.environ, "PYTHONHASHSEED": "0"},
+            cwd=ROOT,
+        )
     assert proc.stdin is not None and proc.stdout is not None
-    if not (await proc.stdout.readline()).startswith(b"READY"):
-        proc.kill()
-        err = (await proc.communicate())[1].decode()
-        raise SystemExit(f"the loop failed before counting:\n{err[-3000:]}")
-    await _control(proc.pid, "-i", "on")
-    proc.stdin.write(b"\n")
-    await proc.stdin.drain()
-    line = await proc.stdout.readline()
-    await _control(proc.pid, "-i", "off")
-    _, err = await proc.communicate(b"\n")
-    if not line.startswith(b"DONE") or proc.returncode != 0:
-        raise SystemExit(f"the loop failed while counting:\n{err.decode()[-3000:]}")
+    try:
+        if not (await proc.stdout.readline()).startswith(b"READY"):
+            raise SystemExit(f"the loop failed before counting:\n{_tail(log)}")
+        await _control(proc.pid, "-i", "on")
+        proc.stdin.write(b"\n")
+        await proc.stdin.drain()
+        line = await proc.stdout.readline()
+        await _control(proc.pid, "-i", "off")
+        await proc.communicate(b"\n")
+        if not line.startswith(b"DONE") or proc.returncode != 0:
+            raise SystemExit(f"the loop failed while counting:\n{_tail(log)}")
+    finally:
+        if proc.returncode is None:  # failed or cancelled: leave no process behind
+            proc.kill()
+            await proc.wait()
     return _total(out), sum(len(a) for _, a in counted)
+
+
+def _tail(log: Path) -> str:
+    return log.read_text(errors="replace")[-3000:]
 
 
 def _stop(server: ServerProcess) -> None:
