@@ -163,27 +163,34 @@ def count(row: str, episodes: int, work: Path) -> tuple[int, int]:
         str(episodes),
     ]
     env = {**os.environ, "PYTHONHASHSEED": "0"}  # the same dict layouts every run
-    p = subprocess.Popen(
-        cmd,
-        stdin=subprocess.PIPE,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        text=True,
-        env=env,
-        cwd=ROOT,
-    )
+    log = work / f"{row}.log"
+    with log.open("w") as errors:  # a file, not a pipe nobody reads while the row plays
+        p = subprocess.Popen(
+            cmd,
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            stderr=errors,
+            text=True,
+            env=env,
+            cwd=ROOT,
+        )
     assert p.stdin is not None and p.stdout is not None
-    line = p.stdout.readline()
-    if not line.startswith("READY"):
-        p.kill()
-        raise SystemExit(f"{row}: the child failed before counting:\n{p.communicate()[1][-3000:]}")
-    units = int(line.split()[1])
-    _control("-i", "on", p.pid)
-    p.stdin.write("\n")
-    p.stdin.flush()
-    line = p.stdout.readline()
-    _control("-i", "off", p.pid)
-    _, err = p.communicate("\n")
+    try:
+        line = p.stdout.readline()
+        if not line.startswith("READY"):
+            raise SystemExit(f"{row}: the child failed before counting:\n{_tail(log)}")
+        units = int(line.split()[1])
+        _control("-i", "on", p.pid)
+        p.stdin.write("\n")
+        p.stdin.flush()
+        line = p.stdout.readline()
+        _control("-i", "off", p.pid)
+        p.communicate("\n")
+    finally:
+        if p.poll() is None:  # failed: leave no process behind
+            p.kill()
+            p.wait()
+    err = log.read_text(errors="replace")
     if not line.startswith("DONE") or p.returncode != 0:
         raise SystemExit(f"{row}: the child failed while counting:\n{err[-3000:]}")
     found = re.search(r"Collected : (\d+)", err)
@@ -193,6 +200,10 @@ def count(row: str, episodes: int, work: Path) -> tuple[int, int]:
             "symbol of that name (a stripped build?); the counts need one that has"
         )
     return int(found.group(1)), units
+
+
+def _tail(log: Path) -> str:
+    return log.read_text(errors="replace")[-3000:]
 
 
 def _control(*args: Any) -> None:
