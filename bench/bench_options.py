@@ -30,3 +30,23 @@ def write_json(path: Path | None, results: Any) -> None:
     """The results as indented JSON at ``path`` (nothing without one)."""
     if path is not None:
         path.write_text(json.dumps(results, indent=2))
+
+
+def with_rows(options: argparse.ArgumentParser, rows: list[str], which: str) -> None:
+    """A ``--rows`` option: some of ``rows``, comma-separated (all by default); ``which`` says
+    what comes along with each."""
+    options.add_argument(
+        "--rows",
+        default=",".join(rows),
+        help=f"rows to count, comma-separated; {which} (default: all of {', '.join(rows)})",
+    )
+
+
+def chosen_rows(value: str, rows: list[str]) -> list[str]:
+    """The rows ``--rows`` names, or a message that names the known ones."""
+    wanted = [r.strip() for r in value.split(",") if r.strip()]
+    unknown = [r for r in wanted if r not in rows]
+    if unknown or not wanted:
+        what = f"unknown row(s) {', '.join(unknown)}" if unknown else "no row named"
+        raise SystemExit(f"--rows: {what}; known: {', '.join(rows)}")
+    return wanted

@@ -1,7 +1,8 @@
 """Instructions a `/ws` step costs a server, counted by Valgrind's callgrind: the figure that
 `serve_throughput.py` reads as CPU time from /proc, which a shared machine's noise moves (the
 `/ws` ratio against the no-op measured 0.66x and 0.80x an hour apart on one machine), as a
-count that it cannot.
+count that it does not (1-2% from run to run: the server's idle timers inside the counted
+windows).
 
 Each server runs under callgrind with instrumentation off. It starts, and a warm-up of episodes
 is played uncounted (first calls import and build what later ones reuse). Then for each counted
@@ -33,11 +34,11 @@ Needs Valgrind (Debian: apt-get install valgrind); without it the benchmark says
 from __future__ import annotations
 
 import argparse
-import shutil
 import sys
 from pathlib import Path
 
 import bench_options
+import callgrind
 
 HERE = Path(__file__).resolve().parent
 ROOT = HERE.parent
@@ -63,29 +64,18 @@ def options() -> argparse.ArgumentParser:
         "--warm", type=int, default=150, help="steps played first, uncounted (default 150)"
     )
     parser.add_argument("--child-loop", type=Path, help=argparse.SUPPRESS)
-    parser.add_argument(
-        "--rows",
-        default=",".join(ROWS),
-        help="rows to count, comma-separated; the no-op reference always (default: all of "
-        + ", ".join(ROWS)
-        + ")",
-    )
+    bench_options.with_rows(parser, list(ROWS), "the no-op reference always")
     return bench_options.with_json(parser)
 
 
 if __name__ == "__main__":
     _args = options().parse_args()  # --help answers here, before the imports below
-    missing = shutil.which("valgrind") is None or shutil.which("callgrind_control") is None
-    if _args.child_loop is None and missing:
-        raise SystemExit(
-            "serve_instructions: Valgrind is not installed, so nothing was counted; install it "
-            "(Debian: apt-get install valgrind) and run again"
-        )
+    if _args.child_loop is None:
+        callgrind.require("serve_instructions")
 
 import asyncio  # noqa: E402
 import json  # noqa: E402
 import os  # noqa: E402
-import re  # noqa: E402
 import signal  # noqa: E402
 import subprocess  # noqa: E402
 import tempfile  # noqa: E402
@@ -118,29 +108,15 @@ def _server(row: str, work: Path) -> ServerProcess:
         script = {"null": "null_step_server.py", "step": "counted_step_server.py"}.get(row)
         if script is not None:  # `python -m companyos` -> `python bench/<script>`
             server.cmd[1:3] = [str(HERE / script)]
-    toggle = ["--collect-atstart=no", "--toggle-collect=starmap_next"] if row == "step" else []
     server.cmd = [
-        "valgrind",
-        "--tool=callgrind",
-        "--instr-atstart=no",
-        *toggle,
-        "--cache-sim=no",
-        f"--callgrind-out-file={work / (row + '.out')}",
+        *callgrind.argv(work / f"{row}.out", calls_only=row == "step"),
         *server.cmd,
     ]
     return server
 
 
 async def _control(pid: int, *args: str) -> None:
-    proc = await asyncio.create_subprocess_exec(
-        "callgrind_control",
-        *args,
-        str(pid),
-        stdout=asyncio.subprocess.DEVNULL,
-        stderr=asyncio.subprocess.DEVNULL,
-    )
-    if await proc.wait() != 0:
-        raise RuntimeError(f"callgrind_control {' '.join(args)} {pid} failed")
+    await asyncio.to_thread(callgrind.control, pid, *args)
 
 
 async def _drive(url: str, pid: int, warm: Episodes, counted: Episodes, noop: bool) -> int:
@@ -196,13 +172,7 @@ async def _loop(warm: Episodes, counted: Episodes, work: Path) -> tuple[int, int
     out, log = work / "loop.out", work / "loop.log"
     with log.open("wb") as err:  # a file, not a pipe nobody reads while the loop runs
         proc = await asyncio.create_subprocess_exec(
-            "valgrind",
-            "--tool=callgrind",
-            "--instr-atstart=no",
-            "--collect-atstart=no",
-            "--toggle-collect=starmap_next",
-            "--cache-sim=no",
-            f"--callgrind-out-file={out}",
+            *callgrind.argv(out, calls_only=True),
             sys.executable,
             str(Path(__file__).resolve()),
             "--child-loop",
@@ -216,7 +186,7 @@ async def _loop(warm: Episodes, counted: Episodes, work: Path) -> tuple[int, int
     assert proc.stdin is not None and proc.stdout is not None
     try:
         if not (await proc.stdout.readline()).startswith(b"READY"):
-            raise SystemExit(f"the loop failed before counting:\n{_tail(log)}")
+            raise SystemExit(f"the loop failed before counting:\n{callgrind.tail(log)}")
         await _control(proc.pid, "-i", "on")
         proc.stdin.write(b"\n")
         await proc.stdin.drain()
@@ -224,16 +194,12 @@ async def _loop(warm: Episodes, counted: Episodes, work: Path) -> tuple[int, int
         await _control(proc.pid, "-i", "off")
         await proc.communicate(b"\n")
         if not line.startswith(b"DONE") or proc.returncode != 0:
-            raise SystemExit(f"the loop failed while counting:\n{_tail(log)}")
+            raise SystemExit(f"the loop failed while counting:\n{callgrind.tail(log)}")
     finally:
         if proc.returncode is None:  # failed or cancelled: leave no process behind
             proc.kill()
             await proc.wait()
-    return _total(out), sum(len(a) for _, a in counted)
-
-
-def _tail(log: Path) -> str:
-    return log.read_text(errors="replace")[-3000:]
+    return callgrind.total(out), sum(len(a) for _, a in counted)
 
 
 def _stop(server: ServerProcess) -> None:
@@ -248,13 +214,6 @@ def _stop(server: ServerProcess) -> None:
     except subprocess.TimeoutExpired:
         proc.kill()
         proc.wait()
-
-
-def _total(out: Path) -> int:
-    found = re.search(r"^totals: (\d+)", out.read_text(), re.MULTILINE) if out.exists() else None
-    if found is None:
-        raise SystemExit(f"callgrind wrote no totals to {out}: did the server exit cleanly?")
-    return int(found.group(1))
 
 
 def _split(episodes: Episodes, warm: int) -> tuple[Episodes, Episodes]:
@@ -290,7 +249,10 @@ async def _count_all(
     bad = [r for r, s in servers.items() if s.proc is not None and s.proc.returncode not in clean]
     if bad:
         raise SystemExit(f"server(s) {', '.join(bad)} exited with an error under Valgrind")
-    got = {row: (_total(work / f"{row}.out"), n) for row, n in zip(servers, steps, strict=True)}
+    got = {
+        row: (callgrind.total(work / f"{row}.out"), n)
+        for row, n in zip(servers, steps, strict=True)
+    }
     if looped is not None:
         got["loop"] = looped
     return got
@@ -306,11 +268,7 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
     from rich.table import Table
     from serve_throughput import recorded
 
-    wanted = [r.strip() for r in args.rows.split(",") if r.strip()]
-    unknown = [r for r in wanted if r not in ROWS]
-    if unknown or not wanted:
-        what = f"unknown row(s) {', '.join(unknown)}" if unknown else "no row named"
-        raise SystemExit(f"--rows: {what}; known: {', '.join(ROWS)}")
+    wanted = bench_options.chosen_rows(args.rows, list(ROWS))
     needed = {"noop", *wanted, *(n for w in wanted for n in NEEDS.get(w, ()))}
     rows = [r for r in ROWS if r in needed]
     warm, counted = _split(recorded(args.warm + args.steps), args.warm)

@@ -30,8 +30,6 @@ from __future__ import annotations
 
 import argparse
 import os
-import re
-import shutil
 import subprocess
 import sys
 import tempfile
@@ -39,12 +37,10 @@ from pathlib import Path
 from typing import Any
 
 import bench_options
+import callgrind
 
 HERE = Path(__file__).resolve().parent
 ROOT = HERE.parent
-TOGGLE = "starmap_next"
-"""The C function that runs each counted call: `itertools.starmap`'s ``next``, which nothing a
-step runs uses (a nested use would switch counting off inside it)."""
 
 ROWS: dict[str, str] = {
     "original": "original-style step, scripted (reference)",
@@ -70,13 +66,7 @@ def options() -> argparse.ArgumentParser:
         default=40,
         help="scripted episodes counted (default 40; the serving row plays as many steps)",
     )
-    parser.add_argument(
-        "--rows",
-        default=",".join(ROWS),
-        help="rows to count, comma-separated, each with its reference (default: all of "
-        + ", ".join(ROWS)
-        + ")",
-    )
+    bench_options.with_rows(parser, list(ROWS), "each with its reference")
     parser.add_argument("--child", choices=sorted(ROWS), help=argparse.SUPPRESS)
     return bench_options.with_json(parser)
 
@@ -148,13 +138,7 @@ def count(row: str, episodes: int, work: Path) -> tuple[int, int]:
     """(instructions counted, steps or resets they were for) of one row, in a child process."""
     out = work / f"{row}.out"
     cmd = [
-        "valgrind",
-        "--tool=callgrind",
-        "--instr-atstart=no",
-        "--collect-atstart=no",
-        f"--toggle-collect={TOGGLE}",
-        "--cache-sim=no",
-        f"--callgrind-out-file={out}",
+        *callgrind.argv(out, calls_only=True),
         sys.executable,
         str(Path(__file__).resolve()),
         "--child",
@@ -178,36 +162,27 @@ def count(row: str, episodes: int, work: Path) -> tuple[int, int]:
     try:
         line = p.stdout.readline()
         if not line.startswith("READY"):
-            raise SystemExit(f"{row}: the child failed before counting:\n{_tail(log)}")
+            raise SystemExit(f"{row}: the child failed before counting:\n{callgrind.tail(log)}")
         units = int(line.split()[1])
-        _control("-i", "on", p.pid)
+        callgrind.control(p.pid, "-i", "on")
         p.stdin.write("\n")
         p.stdin.flush()
         line = p.stdout.readline()
-        _control("-i", "off", p.pid)
+        callgrind.control(p.pid, "-i", "off")
         p.communicate("\n")
     finally:
         if p.poll() is None:  # failed: leave no process behind
             p.kill()
             p.wait()
-    err = log.read_text(errors="replace")
     if not line.startswith("DONE") or p.returncode != 0:
-        raise SystemExit(f"{row}: the child failed while counting:\n{err[-3000:]}")
-    found = re.search(r"Collected : (\d+)", err)
-    if found is None or int(found.group(1)) == 0:
+        raise SystemExit(f"{row}: the child failed while counting:\n{callgrind.tail(log)}")
+    counted = callgrind.total(out)
+    if counted == 0:
         raise SystemExit(
-            f"{row}: callgrind counted nothing inside {TOGGLE}: this Python's library has no "
-            "symbol of that name (a stripped build?); the counts need one that has"
+            f"{row}: callgrind counted nothing inside {callgrind.TOGGLE}: this Python's library "
+            "has no symbol of that name (a stripped build?); the counts need one that has"
         )
-    return int(found.group(1)), units
-
-
-def _tail(log: Path) -> str:
-    return log.read_text(errors="replace")[-3000:]
-
-
-def _control(*args: Any) -> None:
-    subprocess.run(["callgrind_control", *map(str, args)], check=True, capture_output=True)
+    return counted, units
 
 
 def main() -> None:
@@ -219,17 +194,9 @@ def main() -> None:
     from rich.progress import Progress
     from rich.table import Table
 
-    wanted = [r.strip() for r in args.rows.split(",") if r.strip()]
-    unknown = [r for r in wanted if r not in ROWS]
-    if unknown or not wanted:
-        what = f"unknown row(s) {', '.join(unknown)}" if unknown else "no row named"
-        raise SystemExit(f"--rows: {what}; known: {', '.join(ROWS)}")
+    wanted = bench_options.chosen_rows(args.rows, list(ROWS))
     rows = [r for r in ROWS if r in wanted or r in {REFERENCE[w] for w in wanted}]
-    if shutil.which("valgrind") is None or shutil.which("callgrind_control") is None:
-        raise SystemExit(
-            "step_instructions: Valgrind is not installed, so nothing was counted; install it "
-            "(Debian: apt-get install valgrind) and run again"
-        )
+    callgrind.require("step_instructions")
     console = Console(width=100)
     counted: dict[str, tuple[int, int]] = {}
     with tempfile.TemporaryDirectory() as tmp, Progress(console=console, transient=True) as bar:

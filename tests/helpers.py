@@ -3,6 +3,8 @@ playing (worlds are drawn from a seed, so tests read ids and values from the wor
 
 from __future__ import annotations
 
+import os
+import shutil
 import sqlite3
 import subprocess
 import sys
@@ -10,6 +12,8 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
+
+import pytest
 
 from companyos.api import CompanyOSEnvironment, CompanyOSObservation
 from companyos.domain.model import World, effective_approver
@@ -179,3 +183,25 @@ def bench_probe(code: str) -> str:
         cwd=BENCH,
     )
     return done.stdout.splitlines()[-1]
+
+
+def run_bench(
+    script: str, *args: str, env: dict[str, str] | None = None, timeout: float = 900
+) -> subprocess.CompletedProcess[str]:
+    """``bench/<script>`` run as `make bench` runs it, from the repository's root."""
+    return subprocess.run(
+        [sys.executable, str(BENCH / script), *args],
+        capture_output=True,
+        text=True,
+        cwd=BENCH.parent,
+        env=env,
+        timeout=timeout,
+    )
+
+
+needs_valgrind = pytest.mark.skipif(
+    shutil.which("valgrind") is None and not os.environ.get("COMPANYOS_REQUIRE_VALGRIND"),
+    reason="Valgrind is not installed (apt-get install valgrind); CI installs it",
+)
+"""For the instruction counts' tests: they skip where Valgrind is missing, unless CI, having
+installed it, requires it (then a missing Valgrind fails them)."""

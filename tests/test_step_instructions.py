@@ -7,31 +7,15 @@ from __future__ import annotations
 
 import json
 import os
-import shutil
 import subprocess
-import sys
-from pathlib import Path
 
 import pytest
 
-ROOT = Path(__file__).resolve().parents[1]
-BENCH = ROOT / "bench" / "step_instructions.py"
-
-needs_valgrind = pytest.mark.skipif(
-    shutil.which("valgrind") is None and not os.environ.get("COMPANYOS_REQUIRE_VALGRIND"),
-    reason="Valgrind is not installed (apt-get install valgrind); CI installs it",
-)
+from .helpers import needs_valgrind, run_bench
 
 
 def _run(*args: str, env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [sys.executable, str(BENCH), *args],
-        capture_output=True,
-        text=True,
-        cwd=ROOT,
-        env=env,
-        timeout=600,
-    )
+    return run_bench("step_instructions.py", *args, env=env)
 
 
 @needs_valgrind
