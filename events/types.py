@@ -11,11 +11,11 @@ never rewritten.
 
 from __future__ import annotations
 
+import keyword
 import types
 from typing import Annotated, Any, ClassVar, Literal, Union, get_args, get_origin
 
 from pydantic import BaseModel, ConfigDict, Field, TypeAdapter
-from pydantic_core import PydanticUndefined
 
 Scalar = str | int | float | bool
 
@@ -25,11 +25,12 @@ class Event(BaseModel):
 
     Events are validated where they enter: read from a store (`upcasting.parse_event`) or
     sent by a client. The simulation makes several every step from values it computed itself;
-    for those, a flat event's constructor checks each value's exact type against its field
-    and, when every one is what validation would keep unchanged, builds the model without
-    running the validator (a fifth of the cost). Anything else (a value validation would
-    convert or refuse, a missing or unknown field) goes through full validation, so the
-    result, its payload and its hash are always those of a validated event."""
+    for those, each flat event class has a constructor generated from its fields
+    (`_fast_init`) that checks each value's exact type against its field and, when every one
+    is what validation would keep unchanged, sets the model's slots without running the
+    validator. Anything else (a value validation would convert or refuse, a missing or
+    unknown field) goes through full validation, so the result, its payload and its hash are
+    always those of a validated event."""
 
     model_config = ConfigDict(frozen=True, extra="forbid")
 
@@ -40,17 +41,16 @@ class Event(BaseModel):
     type: str
 
     def __init__(self, /, **data: Any) -> None:
-        build = _BUILDERS.get(type(self))
-        if build is None:
-            build = _BUILDERS[type(self)] = _builder(type(self))
-        values = build(data)
-        if values is None:
-            super().__init__(**data)
-            return
-        _set_dict(self, values)
-        _set_fields_set(self, set(data))
-        _set_extra(self, None)
-        _set_private(self, None)
+        # Taken only by events that have no constructor of their own (`_fast_init`).
+        super().__init__(**data)
+
+    @classmethod
+    def __pydantic_init_subclass__(cls, **kwargs: Any) -> None:
+        super().__pydantic_init_subclass__(**kwargs)
+        # Every subclass gets its own: one inherited from a parent would build the parent's
+        # fields.
+        init = _fast_init(cls)
+        cls.__init__ = init if init is not None else Event.__init__  # type: ignore[method-assign]
 
     def payload(self) -> dict[str, Any]:
         """The JSON-ready body as stored: everything but the discriminator."""
@@ -62,95 +62,160 @@ class Event(BaseModel):
 
 
 _SCALARS = (str, int, float, bool)
+_UNSET: Any = object()
+"""A keyword the caller did not give (None is a value)."""
 
 
-def _check(annotation: Any, var: str) -> str | None:
+def _check(annotation: Any, var: str, env: dict[str, Any], widen: bool = False) -> str | None:
     """A Python expression, true when ``var`` is a value validation keeps exactly as it is for
     a field of this type (ints for floats are widened before it is evaluated); None: this type
-    has no fast build."""
+    has no fast build. Constants it needs are put in ``env``; ``_T`` is the builtin ``type``
+    (a field may be called ``type``). ``widen``: an int is fine for a float too, where it is
+    exact as one (it is widened once every value has passed)."""
     if annotation is Any:
         return "True"
+    if annotation is float and widen:
+        return f"(_T({var}) is float or (_T({var}) is int and -_EXACT <= {var} <= _EXACT))"
     if annotation in _SCALARS:
-        return f"type({var}) is {annotation.__name__}"
+        return f"_T({var}) is {annotation.__name__}"
     origin, args = get_origin(annotation), get_args(annotation)
     if origin is Literal and all(type(a) is str for a in args):
-        return f"(type({var}) is str and {var} in {frozenset(args)!r})"
+        name = f"_L{len(env)}"
+        env[name] = frozenset(args)
+        return f"(_T({var}) is str and {var} in {name})"
     if origin in (Union, types.UnionType):
         inner = [a for a in args if a is not type(None)]
         if set(inner) == set(_SCALARS):  # Scalar: validation keeps the exact type
-            test = f"type({var}) in _SCALARS"
+            test = f"_T({var}) in _SCALARS"
         elif len(inner) == 1:
-            test = _check(inner[0], var)  # type: ignore[assignment]
+            test = _check(inner[0], var, env, widen)  # type: ignore[assignment]
             if test is None:
                 return None
         else:
             return None
         return f"({var} is None or {test})" if len(inner) < len(args) else test
     if origin is list and len(args) == 1:
-        item = _check(args[0], "x")
+        item = _check(args[0], "x", env)
         if item is None or args[0] is float:  # validation would widen int items
             return None
         # An empty list (most of a step's) skips the generator: a frame less.
-        return f"(type({var}) is list and (not {var} or all({item} for x in {var})))"
+        return f"(_T({var}) is list and (not {var} or all({item} for x in {var})))"
     if origin is dict and len(args) == 2 and args[0] is str:
-        item = _check(args[1], "x")
+        item = _check(args[1], "x", env)
         if item is None:
             return None
         if args[1] is float:  # an int item would be widened: leave that to validation
-            item = "type(x) is float"
+            item = "_T(x) is float"
         return (
-            f"(type({var}) is dict and (not {var} or "
-            f"all(type(k) is str and {item} for k, x in {var}.items())))"
+            f"(_T({var}) is dict and (not {var} or "
+            f"all(_T(k) is str and {item} for k, x in {var}.items())))"
         )
     return None
 
 
-def _builder(cls: type[Event]) -> Any:
-    """A function from constructor keywords to the model's ``__dict__`` (None: validate).
+def _widens(annotation: Any) -> bool:
+    """Whether validation turns an int given for this field into a float."""
+    if annotation is float:
+        return True
+    args = set(get_args(annotation))
+    return get_origin(annotation) in (Union, types.UnionType) and args - {type(None)} == {float}
 
-    Generated once per flat event class whose fields are scalars, or lists and dicts of them
-    (copied, as validation copies them); nested events always validate."""
+
+def _fast_init(cls: type[Event]) -> Any:
+    """The constructor of a flat event class, or None where only validation will do.
+
+    Generated once per class whose fields are scalars, or lists and dicts of them: each
+    keyword is a parameter of its own (Python binds them), each value's exact type is checked
+    against its field, and when every one is what validation would keep unchanged the model's
+    slots are set directly (lists and dicts copied, as validation copies them). Anything else
+    (a value validation would convert or refuse, a missing or unknown keyword) is handed to
+    validation whole, so the result, its payload and its hash are always those of a validated
+    event. Nested events, and classes with validators of their own, always validate."""
     decorators = cls.__pydantic_decorators__
     if cls.nested or any(
         (decorators.validators, decorators.field_validators, decorators.root_validators,
          decorators.model_validators, decorators.field_serializers)
     ):  # fmt: skip
-        return lambda data: None  # a class with its own validators always validates
-    lines = ["def build(data):", "    values = {}", "    given = 0"]
-    env: dict[str, Any] = {"_SCALARS": _SCALARS}
-    for i, (name, f) in enumerate(cls.model_fields.items()):
-        test = _check(f.annotation, "v")
+        return None
+    fields = cls.model_fields
+    # Every name of the generated code but ``self`` starts with an underscore, as no field does.
+    if any(not n.isidentifier() or keyword.iskeyword(n) or n[0] == "_" for n in fields):
+        return None
+    env: dict[str, Any] = {"_SCALARS": _SCALARS, "_T": type, "_M": _UNSET, "_EXACT": 2**53}
+    params = ", ".join(f"{n}=_M" for n in fields)
+    names = ", ".join(fields)
+    slow = f"return _slow(self, _extra, {names})"
+    # First every given value checked, in place (so that what validation is handed, if one
+    # fails, is what was given), then the defaults, widenings and copies.
+    checks: list[str] = []
+    builds: list[str] = []
+    required = [n for n, f in fields.items() if f.is_required()]
+    if required:
+        checks.append(f"    if {' or '.join(f'{n} is _M' for n in required)}: {slow}")
+    for i, (name, f) in enumerate(fields.items()):
+        widen = _widens(f.annotation)
+        test = _check(f.annotation, name, env, widen)
         if test is None:
-            return lambda data: None
-        container = get_origin(f.annotation) in (list, dict)
-        widen = f.annotation is float or (
-            get_origin(f.annotation) in (Union, types.UnionType)
-            and float in get_args(f.annotation)
-            and set(get_args(f.annotation)) - {type(None)} == {float}
-        )
-        lines.append(f"    if {name!r} in data:")
-        lines.append(f"        v = data[{name!r}]")
+            return None
+        made: list[str] = []
         if widen:
-            lines.append("        if type(v) is int: v = float(v)")
-        lines.append(f"        if not ({test}): return None")
-        if container:
-            lines.append(f"        v = {get_origin(f.annotation).__name__}(v)")
-        lines.append("        given += 1")
+            made.append(f"if _T({name}) is int: {name} = float({name})")
+        origin = get_origin(f.annotation)
+        if origin in (list, dict):
+            made.append(f"{name} = {origin.__name__}({name})")
+        if f.is_required():
+            checks.append(f"    if not ({test}): {slow}")
+            builds += [f"    {line}" for line in made]
+            continue
+        checks.append(f"    if {name} is not _M and not ({test}): {slow}")
         if f.default_factory is not None:
-            env[f"f{i}"] = f.default_factory
-            lines.append(f"    else: v = f{i}()")
-        elif f.default is PydanticUndefined:
-            lines.append("    else: return None")
+            env[f"_f{i}"] = f.default_factory
+            default = f"_f{i}()"
         else:
-            env[f"d{i}"] = f.default
-            lines.append(f"    else: v = d{i}")
-        lines.append(f"    values[{name!r}] = v")
-    lines.append("    return values if given == len(data) else None")
+            env[f"_d{i}"] = f.default
+            default = f"_d{i}"
+        builds.append(f"    if {name} is _M: {name} = {default}")
+        builds.append("    else:")
+        builds += [f"        {line}" for line in made]
+        builds.append(f"        _fs.add({name!r})")
+    given = "{" + ", ".join(repr(n) for n in required) + "}" if required else "set()"
+    body = [*checks, f"    _fs = {given}", *builds]
+    pairs = ", ".join(f"({n!r}, {n})" for n in fields)
+    lines = [
+        # What was given, handed to validation whole: its refusal, or its conversions.
+        f"def _slow(self, _extra, {names}):",
+        f"    _data = {{_k: _v for _k, _v in ({pairs},) if _v is not _M}}",
+        "    _validate(self, {**_data, **_extra})",
+        f"def __init__(self, /, *, {params}, **_extra):",
+        f"    if _extra: {slow}",
+        *body,
+        f"    _dict(self, {{{', '.join(f'{n!r}: {n}' for n in fields)}}})",
+        "    _given(self, _fs)",
+        "    _extra_set(self, None)",
+        "    _private(self, None)",
+    ]
+    env.update(
+        _validate=_validate_late,
+        _dict=_set_dict,
+        _given=_set_fields_set,
+        _extra_set=_set_extra,
+        _private=_set_private,
+    )
     exec("\n".join(lines), env)  # the code is built above from the class's own fields
-    return env["build"]
+    init = env["__init__"]
+    init.__qualname__ = f"{cls.__name__}.__init__"
+    init.fast = True
+    return init
 
 
-_BUILDERS: dict[type, Any] = {}
+def _validate(event: Event, data: dict[str, Any]) -> None:
+    """Pydantic's own construction: validation, and a `ValidationError` where it refuses."""
+    BaseModel.__init__(event, **data)
+
+
+def _validate_late(event: Event, data: dict[str, Any]) -> None:
+    _validate(event, data)  # looked up when called: a test can watch it
+
 
 # The slots `model_construct` sets, set through their descriptors: what `object.__setattr__`
 # finds on each call, found once (several events a step).
