@@ -238,6 +238,7 @@ class MilestoneGraph:
         self.success_id = milestones[-1].id
         self._memo: list[tuple[Any, bool]] = [(_NOTHING, False)] * len(milestones)
         self._phi: dict[tuple[int, frozenset[str]], tuple[Any, float]] = {}
+        self._weights: dict[int, tuple[Any, tuple[tuple[str, float], ...]]] = {}
         self._collateral = collateral if collateral is not None else Collateral(memo)
         self.memo = memo
         """The per-submission verdicts the predicates share (None: a graph built without)."""
@@ -363,7 +364,13 @@ class MilestoneGraph:
         hit = self._phi.get(key)
         if hit is not None and hit[0] is profile:
             return hit[1]
-        phi = sum(profile.weight(m.kind) for m in self.milestones if m.id in done)
+        weights = self._weights.get(id(profile))
+        if weights is None or weights[0] is not profile:
+            # Kept per (frozen) profile: every new set of a new instance's graph asks for them.
+            weights = (profile, tuple((m.id, profile.weight(m.kind)) for m in self.milestones))
+            self._weights[id(profile)] = weights
+        # Summed in the milestones' order, as ever: the same float, bit for bit.
+        phi = sum(w for i, w in weights[1] if i in done)
         self._phi[key] = (profile, phi)
         return phi
 

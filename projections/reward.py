@@ -293,8 +293,10 @@ def score_step(
     )
     if done is prev.achieved:
         return state, StepScore(reward, total, terms, [], [], outcome, done)
-    gained = [i for i in graph.ids if i in done and i not in prev.achieved]
-    lost = [i for i in graph.ids if i in prev.achieved and i not in done]
+    # The differences as sets first (in C): most changes gain or lose, not both.
+    new, gone = done - prev.achieved, prev.achieved - done
+    gained = [i for i in graph.ids if i in new] if new else []
+    lost = [i for i in graph.ids if i in gone] if gone else []
     return state, StepScore(reward, total, terms, gained, lost, outcome, done)
 
 
