@@ -35,6 +35,7 @@ from .reward import (
     StepScore,
     get_profile,
     penalty_terms,
+    round6,
     step_outcome,
 )
 
@@ -115,8 +116,8 @@ def score_step(
         terms["success"] = profile.success
     elif outcome == "timeout":
         terms["timeout"] = profile.timeout
-    reward = round(sum(terms.values()), 6)
-    total = round(prev.total + reward, 6)
+    reward = round6(sum(terms.values()))
+    total = round6(prev.total + reward)
     state = ScoreState(
         prev.phi, done, total, prev.penalties, prev.shortcut_attempts + shortcuts, prev.damage
     )

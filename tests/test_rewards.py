@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from companyos.agents import in_process_oracle, play
 from companyos.api import CompanyOSEnvironment
@@ -178,3 +180,31 @@ def test_abandoned_episodes_pay_the_abandon_term():
     r = replay(env.store.read(first))
     assert r.outcome == "abandoned"
     assert r.total == pytest.approx(1.4 - 5.0 - 0.1 * (budget - 1))  # and forfeits the rest
+
+
+_ROUND_PANEL = [0.0, -0.0, 0, 1, -3, 0.1, -0.1, 0.30000000000000004, 1e-7, -5e-7, 2.5e-6, 1e300]
+
+
+@given(
+    st.lists(
+        st.one_of(
+            st.floats(allow_nan=True, allow_infinity=True),
+            st.integers(-(10**6), 10**6),
+            st.sampled_from(_ROUND_PANEL),
+            # sums of a step's terms, as rewards and totals are made
+            st.lists(st.sampled_from([-0.1, 0.2, -0.5, 1.0, 0.35, -0.05]), max_size=30).map(sum),
+        ),
+        max_size=40,
+    )
+)
+@settings(max_examples=300, deadline=None)
+def test_round6_is_round_to_six_digits_bit_for_bit(xs):
+    """The kept rounding gives what ``round(x, 6)`` gives, in value, type and sign, asked
+    once (a miss) and again (a hit), NaN, infinities, ints and both zeros included."""
+    from companyos.projections.reward import round6
+
+    for _ in range(2):
+        for x in [*xs, *_ROUND_PANEL]:
+            want, got = round(x, 6), round6(x)
+            assert type(got) is type(want)
+            assert repr(got) == repr(want)  # -0.0 and 0.0, nan, 1.0 and 1 all told apart
