@@ -196,10 +196,10 @@ def _fast_init(cls: type[Event]) -> Any:
     ]
     env.update(
         _validate=_validate_late,
-        _dict=_set_dict,
-        _given=_set_fields_set,
-        _extra_set=_set_extra,
-        _private=_set_private,
+        _dict=set_model_dict,
+        _given=set_fields_set,
+        _extra_set=set_model_extra,
+        _private=set_model_private,
     )
     exec("\n".join(lines), env)  # the code is built above from the class's own fields
     init = env["__init__"]
@@ -218,11 +218,11 @@ def _validate_late(event: Event, data: dict[str, Any]) -> None:
 
 
 # The slots `model_construct` sets, set through their descriptors: what `object.__setattr__`
-# finds on each call, found once (several events a step).
-_set_dict = BaseModel.__dict__["__dict__"].__set__
-_set_fields_set = BaseModel.__dict__["__pydantic_fields_set__"].__set__
-_set_extra = BaseModel.__dict__["__pydantic_extra__"].__set__
-_set_private = BaseModel.__dict__["__pydantic_private__"].__set__
+# finds on each call, found once (several events a step, and the observation: `api.models`).
+set_model_dict = BaseModel.__dict__["__dict__"].__set__
+set_fields_set = BaseModel.__dict__["__pydantic_fields_set__"].__set__
+set_model_extra = BaseModel.__dict__["__pydantic_extra__"].__set__
+set_model_private = BaseModel.__dict__["__pydantic_private__"].__set__
 
 
 # --------------------------------------------------------------------------- lifecycle
