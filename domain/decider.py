@@ -135,6 +135,32 @@ def _decide(
     return [*out, *spec.decide(now, parsed, ctx)], now, len(out)
 
 
+_PARSED: dict[tuple[Any, ...], Any] = {}
+_PARSED_MAX = 4_096
+_SHORT = 64
+
+
+def parse_params(spec: ToolSpec, cleaned: dict[str, Any]) -> Any:
+    """``spec.params.model_validate(cleaned)``, kept for params that are only short strings,
+    ints, bools and None (the usual call: a ticket id, a metric name). A tool's params model is
+    frozen and such fields are immutable, so one parsed model serves every call that gives the
+    same values of the same types (True and 1 are told apart). Params that do not validate are
+    never kept: each such call raises afresh."""
+    key: tuple[Any, ...] = (spec.params,)
+    for k, v in cleaned.items():
+        t = type(v)
+        if not (t is int or t is bool or v is None or (t is str and len(v) <= _SHORT)):
+            return spec.params.model_validate(cleaned)
+        key += (k, t, v)
+    hit = _PARSED.get(key)
+    if hit is None:
+        hit = spec.params.model_validate(cleaned)
+        if len(_PARSED) >= _PARSED_MAX:
+            _PARSED.clear()
+        _PARSED[key] = hit
+    return hit
+
+
 def _verdict(
     now: World,
     app: Any,
@@ -166,7 +192,7 @@ def _verdict(
             None,
         )
     try:
-        parsed = spec.params.model_validate(cleaned)
+        parsed = parse_params(spec, cleaned)
     except ValidationError as exc:
         return InvalidAction(code="invalid_params", message=params_message(spec, exc)), None
     refused = unavailable(now, spec.app, spec.method)

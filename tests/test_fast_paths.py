@@ -25,6 +25,7 @@ from hypothesis import strategies as st
 
 from companyos.api import CompanyOSEnvironment
 from companyos.domain import FAMILY_NAMES, fold, goals, model, plan
+from companyos.domain.catalogue import TOOLS
 from companyos.domain.decider import decide_and_fold, decide_step
 from companyos.events import EVENT_TYPES, InMemoryEventStore, canonical
 from companyos.events.types import MetricQueried, ToolCalled
@@ -498,3 +499,67 @@ def _as_validated(cls: type, kwargs: dict) -> None:
     # repr, not canonical JSON: it tells 1 from 1.0 and True from 1 as well, and takes the
     # panel's int beyond 64 bits (which the API's inputs refuse before any event holds one).
     assert repr(built.payload()) == repr(validated.payload())
+
+
+_PARAM_VALUES = st.one_of(
+    st.sampled_from(["T-001", " T-001 ", "", "CFO", "x" * 64, "x" * 65, 0, 1, True, False, None]),
+    st.sampled_from([1.0, -2, 2**53, [], ["a"], {}, {"k": "v"}]),
+    st.text(max_size=8),
+)
+
+
+@given(
+    tool=st.sampled_from(sorted(TOOLS)),
+    params=st.dictionaries(
+        st.sampled_from(
+            [
+                "ticket_id",
+                "field",
+                "value",
+                "metric_name",
+                "role",
+                "query",
+                "approval_id",
+                "reason",
+                "approval_type",
+                "approver",
+                "data",
+                "other",
+            ]
+        ),
+        _PARAM_VALUES,
+        max_size=4,
+    ),
+)
+@settings(max_examples=400, deadline=None)
+def test_kept_params_are_the_validated_params(tool, params):
+    """A tool's params as the decider parses them (kept for calls of short scalars) are what
+    the params model validates, field for field and type for type, asked once and again; what
+    validation refuses is refused each time, and never kept."""
+    from pydantic import ValidationError
+
+    from companyos.domain.decider import parse_params
+
+    spec = TOOLS[tool]
+    try:
+        want = spec.params.model_validate(params)
+    except ValidationError:
+        for _ in range(2):
+            with pytest.raises(ValidationError):
+                parse_params(spec, dict(params))
+        return
+    for _ in range(2):
+        got = parse_params(spec, dict(params))
+        assert type(got) is type(want) and got == want
+        assert [type(v) for v in got.__dict__.values()] == [type(v) for v in want.__dict__.values()]
+
+
+def test_kept_params_tell_equal_values_of_other_types_apart():
+    """True == 1 and False == 0 in Python, as keys too: a call with one must not be handed the
+    params kept for the other (`update_ticket`'s value keeps either type)."""
+    from companyos.domain.decider import parse_params
+
+    spec = TOOLS[("ticketdesk", "update_ticket")]
+    for value in (True, 1, False, 0, True, 0):
+        params = {"ticket_id": "T-001", "field": "priority", "value": value}
+        assert type(parse_params(spec, params).value) is type(value)
