@@ -47,6 +47,8 @@ class Event(BaseModel):
     @classmethod
     def __pydantic_init_subclass__(cls, **kwargs: Any) -> None:
         super().__pydantic_init_subclass__(**kwargs)
+        if "__init__" in cls.__dict__:
+            return  # a class that writes its own constructor keeps it
         # Every subclass gets its own: one inherited from a parent would build the parent's
         # fields.
         init = _fast_init(cls)

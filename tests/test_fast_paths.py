@@ -563,3 +563,33 @@ def test_kept_params_tell_equal_values_of_other_types_apart():
     for value in (True, 1, False, 0, True, 0):
         params = {"ticket_id": "T-001", "field": "priority", "value": value}
         assert type(parse_params(spec, params).value) is type(value)
+
+
+def test_event_subclasses_get_their_own_constructor_or_keep_theirs():
+    """A subclass of a flat event builds its own fields, not its parent's; one that writes
+    its own constructor keeps it; a nested one validates."""
+    from typing import Literal
+
+    from companyos.events.types import Event, TicketUpdated
+
+    class Tagged(TicketUpdated):
+        tag: str = "t"
+
+    built = Tagged(ticket_id="T-1", field="f", old=None, new=1, tag="x")
+    assert built.tag == "x" and built.model_fields_set == {
+        "ticket_id",
+        "field",
+        "old",
+        "new",
+        "tag",
+    }
+    assert getattr(Tagged.__init__, "fast", False) and Tagged.__init__ is not TicketUpdated.__init__
+
+    class Own(Event):
+        type: Literal["Own"] = "Own"
+        n: int
+
+        def __init__(self, **data):
+            super().__init__(**{**data, "n": data.get("n", 0) + 1})
+
+    assert Own(n=1).n == 2
