@@ -15,7 +15,16 @@ append is a step's. The ratio is the reference's time over the store's: what the
 work costs on top of SQLite writing the rows (the store also seals the events, checks the
 stream's head, moves it, and keeps the append atomic and optimistic). The sealing alone (its
 canonical JSON and SHA-256, `store.seal`) is timed too, so the rest is the store's database
-work. Each row is the best of ``--rounds`` rounds on a fresh file. The store copies its WAL
+work.
+
+Two more rows ask what a second writer on the same file costs (`companyos serve --workers 2`
+shares one SQLite file): the same step appends, the streams dealt alternately to two
+`SQLEventStore`s on one file that take turns to append (a commit each), against one store
+making the same appends in the same order (the reference for that row). In WAL mode a
+connection that finds the database changed by another resets its page cache, so each turn
+starts cold.
+
+Each row is the best of ``--rounds`` rounds on a fresh file. The store copies its WAL
 back into the database on a thread of its own (`events/checkpoints.py`), not inside a commit,
 so the reference's automatic checkpoints are off too: neither pays for one in its timing.
 
@@ -128,6 +137,42 @@ def store_run(path: Path, opening: list[Append], steps: list[Append], group: int
     return spent
 
 
+def in_turns(steps: list[Append]) -> tuple[list[Append], list[int]]:
+    """The step appends with the streams dealt alternately to two writers, taking turns (each
+    stream's appends keep their order), and which writer makes each."""
+    order = list(dict.fromkeys(stream for stream, _, _ in steps))
+    writer = {stream: i % 2 for i, stream in enumerate(order)}
+    queues: list[list[Append]] = [[], []]
+    for a in steps:
+        queues[writer[a[0]]].append(a)
+    out: list[Append] = []
+    who: list[int] = []
+    for pair in itertools.zip_longest(*queues):
+        for w, a in enumerate(pair):
+            if a is not None:
+                out.append(a)
+                who.append(w)
+    return out, who
+
+
+def turns_run(path: Path, opening: list[Append], steps: list[Append], stores: int) -> float:
+    """Seconds ``stores`` stores (1 or 2) on one file took for the step appends in turns
+    (`in_turns`): with one, it makes both writers' appends; with two, each makes its own."""
+    first = SQLEventStore(sqlite_url(path))
+    for stream, events, expected in opening:
+        first.extend(stream, events, expected)
+    first.close()
+    writers = [SQLEventStore(sqlite_url(path)) for _ in range(stores)]
+    order, who = in_turns(steps)
+    t = clock()
+    for (stream, events, expected), w in zip(order, who, strict=True):
+        writers[w % stores].extend(stream, events, expected)
+    spent = clock() - t
+    for store in writers:
+        store.close()
+    return spent
+
+
 INSERT = (
     "INSERT INTO events (episode_id, seq, event_id, type, schema_version, payload, hash, "
     "recorded_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?)"
@@ -173,6 +218,9 @@ def seal_run(steps: list[Append], opened: list[list[Row]]) -> float:
     return clock() - t
 
 
+ONE_WRITER = "one SQLEventStore, two episodes' appends in turn (reference)"
+
+
 def main(argv: list[str] | None = None) -> dict[str, Any]:
     args = options().parse_args(argv)
     console = Console()
@@ -200,6 +248,11 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
             grouped,
         ),
         "of which sealing (canonical JSON, SHA-256)": (lambda: seal_run(steps, opening_rows), None),
+        ONE_WRITER: (lambda: turns_run(fresh(), opening, steps, 1), ONE_WRITER),
+        "two SQLEventStores on the file, taking turns": (
+            lambda: turns_run(fresh(), opening, steps, 2),
+            ONE_WRITER,
+        ),
     }
     best: dict[str, float] = {}
     with Progress(console=console, transient=True) as progress:
@@ -215,7 +268,7 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
         title=f"A step's append on SQLite ({n:,} appends of {events / n:.1f} events, "
         f"{args.episodes} episodes), best of {args.rounds}"
     )
-    for col in ("row", "per append", "ratio to raw sqlite3"):
+    for col in ("row", "per append", "ratio to its reference"):
         table.add_column(col, justify="left" if col == "row" else "right")
     results: dict[str, Any] = {"appends": n, "events": events, "rows": {}}
     for name, sec in per.items():
