@@ -70,10 +70,10 @@ _UNSET: Any = object()
 
 def _check(annotation: Any, var: str, env: dict[str, Any], widen: bool = False) -> str | None:
     """A Python expression, true when ``var`` is a value validation keeps exactly as it is for
-    a field of this type (ints for floats are widened before it is evaluated); None: this type
-    has no fast build. Constants it needs are put in ``env``; ``_T`` is the builtin ``type``
-    (a field may be called ``type``). ``widen``: an int is fine for a float too, where it is
-    exact as one (it is widened once every value has passed)."""
+    a field of this type; None: this type has no fast build. Constants it needs are put in
+    ``env``; ``_T`` is the builtin ``type`` (a field may be called ``type``). ``widen``: an
+    int is fine for a float too, where it is exact as one (the constructor widens it once
+    every value has passed; an int in a list or dict of floats is left to validation)."""
     if annotation is Any:
         return "True"
     if annotation is float and widen:
@@ -141,7 +141,9 @@ def _fast_init(cls: type[Event]) -> Any:
         return None
     fields = cls.model_fields
     # Every name of the generated code but ``self`` starts with an underscore, as no field does.
-    if any(not n.isidentifier() or keyword.iskeyword(n) or n[0] == "_" for n in fields):
+    if any(
+        not n.isidentifier() or keyword.iskeyword(n) or n[0] == "_" or n == "self" for n in fields
+    ):
         return None
     env: dict[str, Any] = {"_SCALARS": _SCALARS, "_T": type, "_M": _UNSET, "_EXACT": 2**53}
     params = ", ".join(f"{n}=_M" for n in fields)

@@ -567,7 +567,7 @@ def test_kept_params_tell_equal_values_of_other_types_apart():
 
 def test_event_subclasses_get_their_own_constructor_or_keep_theirs():
     """A subclass of a flat event builds its own fields, not its parent's; one that writes
-    its own constructor keeps it; a nested one validates."""
+    its own constructor keeps it; one with a field called ``self`` validates."""
     from typing import Literal
 
     from companyos.events.types import Event, TicketUpdated
@@ -593,3 +593,9 @@ def test_event_subclasses_get_their_own_constructor_or_keep_theirs():
             super().__init__(**{**data, "n": data.get("n", 0) + 1})
 
     assert Own(n=1).n == 2
+
+    class Odd(Event):  # a field the generated code could not take as a parameter
+        type: Literal["Odd"] = "Odd"
+        self: int
+
+    assert Odd(self=1).self == 1 and not getattr(Odd.__init__, "fast", False)
