@@ -14,16 +14,21 @@ from collections.abc import Sequence
 
 import orjson
 
+from .chain import canonical
 from .snapshots import Snapshot
 from .store import (
     GENESIS,
+    RUN_MIN,
+    SETUP_TYPES,
     ConcurrencyConflict,
     EventStore,
     Head,
     RecordedEvent,
     StreamInfo,
+    event_hash,
     now,
     seal_all,
+    sealed,
 )
 from .types import Event
 from .upcasting import parse_event
@@ -92,6 +97,23 @@ class InMemoryEventStore(EventStore):
             position = len(self._log)
             seq = expected_version
             rows: list[Row] = []
+            if recorded is None and len(events) < RUN_MIN:
+                # A step's append (`extend`): no records to build and too few events for a
+                # run of an instance's opening ones, so each is sealed (as `seal_all` seals it)
+                # and made a row in one pass.
+                for ev in events:
+                    seq += 1
+                    position += 1
+                    kind = ev.type
+                    if kind in SETUP_TYPES:  # a live ChaosInjected: its JSON and hash kept
+                        _, data_json, prev = sealed(prev, seq, ev)
+                    else:
+                        data_json = canonical(ev.payload())
+                        prev = event_hash(prev, seq, ev, data_json)
+                    rows.append(
+                        (stream, seq, position, kind, ev.schema_version, data_json, prev, at)
+                    )
+                return self._keep(stream, current, rows, at)
             # `store.seal`, inlined: the rows (and the records) are built in the same pass.
             for ev, (kind, version, data, data_json, h) in zip(
                 events, seal_all(prev, seq, events), strict=True
@@ -105,14 +127,18 @@ class InMemoryEventStore(EventStore):
                             stream, seq, position, f"{stream}:{seq}", kind, version, data, h, at, ev
                         )
                     )
-            self._log.extend(rows)
-            if current is None:
-                self._streams[stream] = rows
-                self._order.append(stream)
-                self._created[stream] = (at, rows[0][2])
-            else:
-                current.extend(rows)
-            return rows[-1]
+            return self._keep(stream, current, rows, at)
+
+    def _keep(self, stream: str, current: list[Row] | None, rows: list[Row], at: float) -> Row:
+        """Add an append's rows to the log and their stream (under the lock); the last row."""
+        self._log.extend(rows)
+        if current is None:
+            self._streams[stream] = rows
+            self._order.append(stream)
+            self._created[stream] = (at, rows[0][2])
+        else:
+            current.extend(rows)
+        return rows[-1]
 
     def _info(self, stream: str) -> StreamInfo:
         rows = self._streams[stream]

@@ -105,7 +105,7 @@ class SealedEvent(NamedTuple):
         )
 
 
-_SETUP_TYPES = frozenset(
+SETUP_TYPES = frozenset(
     {
         "TaskAssigned",
         "AppRulesSet",
@@ -124,7 +124,7 @@ _JSON_CACHE_MAX = 16_384  # about 300 instances' opening events
 
 
 def _payload_json(ev: Event) -> tuple[dict[str, Any], bytes]:
-    if ev.type not in _SETUP_TYPES:
+    if ev.type not in SETUP_TYPES:
         data = ev.payload()
         return data, canonical(data)
     # Keyed by identity and holding the event itself, so the id cannot be reused while cached;
@@ -149,13 +149,13 @@ def sealed(prev: str, seq: int, ev: Event) -> tuple[dict[str, Any], bytes, str]:
     instance's opening events (the same objects every episode of a cached instance) the JSON
     and the hash are kept: the same predecessor, seq and event give the same hash."""
     data, data_json = _payload_json(ev)
-    if ev.type not in _SETUP_TYPES:
-        return data, data_json, _hash(prev, seq, ev, data_json)
+    if ev.type not in SETUP_TYPES:
+        return data, data_json, event_hash(prev, seq, ev, data_json)
     key = (prev, seq, id(ev))
     hit = _HASHES.get(key)
     if hit is not None and hit[0] is ev:
         return data, data_json, hit[1]
-    h = _hash(prev, seq, ev, data_json)
+    h = event_hash(prev, seq, ev, data_json)
     if len(_HASHES) >= _HASHES_MAX:
         _HASHES.clear()
     _HASHES[key] = (ev, h)  # holding ``ev``: its id cannot be reused
@@ -166,7 +166,7 @@ Sealed = tuple[str, int, dict[str, Any], bytes, str]
 """An event sealed at its place in a stream: (type, schema version, payload, JSON, hash)."""
 _RUNS: dict[tuple[str, int, int, int], tuple[tuple[Event, ...], list[Sealed]]] = {}
 _RUNS_MAX = 256  # as many as the instances `domain.instances` keeps built
-_RUN_MIN = 8
+RUN_MIN = 8
 
 
 def seal_all(prev: str, seq: int, events: Sequence[Event]) -> list[Sealed]:
@@ -178,15 +178,15 @@ def seal_all(prev: str, seq: int, events: Sequence[Event]) -> list[Sealed]:
     n = len(events)
     for i, ev in enumerate(events):
         kind = ev.type
-        if kind in _SETUP_TYPES:
-            if n - i >= _RUN_MIN:
+        if kind in SETUP_TYPES:
+            if n - i >= RUN_MIN:
                 out += _sealed_run(prev, seq + i, tuple(events[i:]))
                 break
             data, data_json, prev = sealed(prev, seq + i + 1, ev)
         else:  # a step's own events: no cache to consult
             data = ev.payload()
             data_json = canonical(data)
-            prev = _hash(prev, seq + i + 1, ev, data_json)
+            prev = event_hash(prev, seq + i + 1, ev, data_json)
         out.append((kind, ev.schema_version, data, data_json, prev))
     return out
 
@@ -200,7 +200,7 @@ def _sealed_run(prev: str, seq: int, run: tuple[Event, ...]) -> list[Sealed]:
     for ev in run:  # the run is kept whole: its events' hashes need not be kept one by one
         seq += 1
         data, data_json = _payload_json(ev)
-        prev = _hash(prev, seq, ev, data_json)
+        prev = event_hash(prev, seq, ev, data_json)
         out.append((ev.type, ev.schema_version, data, data_json, prev))
     if len(_RUNS) >= _RUNS_MAX:
         _RUNS.clear()
@@ -208,7 +208,7 @@ def _sealed_run(prev: str, seq: int, run: tuple[Event, ...]) -> list[Sealed]:
     return out
 
 
-def _hash(prev: str, seq: int, ev: Event, data_json: bytes) -> str:
+def event_hash(prev: str, seq: int, ev: Event, data_json: bytes) -> str:
     """`chain.chain_hash` of `chain.event_body_from_json`, in one formatting (the hot path):
     what follows the seq depends only on the event's type and schema version, so it is
     formatted once for each."""

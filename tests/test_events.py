@@ -12,7 +12,14 @@ from companyos.agents import in_process_oracle, play
 from companyos.api import CompanyOSEnvironment
 from companyos.api.verify import verify_episode
 from companyos.domain import build_episode
-from companyos.events import EVENT_ADAPTER, EVENT_TYPES, GENESIS, first_broken_link, upcast
+from companyos.events import (
+    EVENT_ADAPTER,
+    EVENT_TYPES,
+    GENESIS,
+    InMemoryEventStore,
+    first_broken_link,
+    upcast,
+)
 from companyos.events.chain import canonical, chain_hash, event_body
 from companyos.events.sql import EVENTS, STREAMS, SQLEventStore, sqlite_url
 from companyos.events.store import seal_all
@@ -187,6 +194,34 @@ def test_sealing_matches_the_reference_chain(picks, seq, prev):
             assert data_json == canonical(ev.payload())
             h = chain_hash(h, event_body(seq + n + 1, ev.type, ev.schema_version, ev.payload()))
             assert got == h
+
+
+@settings(max_examples=150, deadline=None)
+@given(
+    appends=st.lists(
+        st.lists(st.integers(0, len(_EVENTS) - 1), min_size=1, max_size=12), min_size=1, max_size=6
+    )
+)
+def test_the_memory_stores_appends_seal_as_the_reference_chain(appends):
+    """The in-memory store seals a short append (a step's) in its own pass, and a long one (a
+    reset's opening run) through `seal_all`: either way every stored row carries the canonical
+    JSON of its event's payload and the hash `event_body` and `chain_hash` define, after the
+    stream's previous event, through `extend` and `append` alike."""
+    for how in ("extend", "append"):
+        store = InMemoryEventStore()
+        version, h = -1, GENESIS
+        for picks in appends:
+            events = [_EVENTS[i] for i in picks]
+            getattr(store, how)("s", events, version)
+            for ev in events:
+                version += 1
+                h = chain_hash(h, event_body(version, ev.type, ev.schema_version, ev.payload()))
+        rows = store._streams["s"]
+        assert len(rows) == version + 1 and rows[-1][6] == h
+        assert [r[5] for r in rows] == [
+            canonical(_EVENTS[i].payload()) for picks in appends for i in picks
+        ]
+        assert first_broken_link(store.read("s")) is None
 
 
 @settings(max_examples=60, deadline=None)
