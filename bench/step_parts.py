@@ -67,7 +67,10 @@ PARTS: list[tuple[str, int, Any, str]] = [
     ("penalties", 1, reward_module, "penalty_terms"),
     ("the StepScored event", 0, episode_module, "StepScored"),
     ("append (memory store)", 0, InMemoryEventStore, "extend"),
-    ("sealing (JSON, SHA-256)", 1, memory_module, "seal_all"),
+    # A step's append seals its events in the store's own pass (`InMemoryEventStore._write`):
+    # the payload's canonical JSON, then the chained hash.
+    ("canonical JSON", 1, memory_module, "canonical"),
+    ("SHA-256 chain", 1, memory_module, "event_hash"),
     ("result rendered", 0, environment_module, "render_result"),
     ("observation built", 0, CompanyOSEnvironment, "_observation"),
 ]
